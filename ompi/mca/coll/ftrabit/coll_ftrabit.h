@@ -1,0 +1,89 @@
+/*
+ * ompi-resilience: coll/ftrabit, checkpoint-aware collectives in the style of Rabit.
+ *
+ * This release provides the failure-free path: MPI_Allreduce and MPI_Bcast on
+ * intra-communicators with deterministic reduction order (same bits on every rank and in
+ * every run of the same size). Every other collective stays with the module below ours.
+ */
+#ifndef MCA_COLL_FTRABIT_H
+#define MCA_COLL_FTRABIT_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "opal/util/output.h"
+
+#include "ompi/mca/coll/ftrabit/coll_ftrabit_schedule.h"
+
+BEGIN_C_DECLS
+
+typedef struct {
+    mca_coll_base_component_2_4_0_t super;
+
+    int priority;
+    int verbose;
+    int output;                    /* opal_output stream for our verbose messages */
+
+    int allreduce_algorithm;       /* ftrabit_allreduce_alg_t */
+    size_t allreduce_rsag_min_bytes;
+    int bcast_algorithm;           /* ftrabit_bcast_alg_t */
+    size_t bcast_pipeline_min_bytes;
+    size_t bcast_segment_bytes;
+
+    /* Counters exported as MPI_T performance variables. */
+    unsigned long allreduce_calls;
+    unsigned long bcast_calls;
+} mca_coll_ftrabit_component_t;
+
+OMPI_DECLSPEC extern mca_coll_ftrabit_component_t mca_coll_ftrabit_component;
+
+typedef struct {
+    mca_coll_base_module_2_4_0_t super;
+
+    /* The collectives of the module below ours, kept for what we do not take over. */
+    mca_coll_base_module_allreduce_fn_t previous_allreduce;
+    mca_coll_base_module_t *previous_allreduce_module;
+    mca_coll_base_module_bcast_fn_t previous_bcast;
+    mca_coll_base_module_t *previous_bcast_module;
+} mca_coll_ftrabit_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_ftrabit_module_t);
+
+int mca_coll_ftrabit_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_ftrabit_comm_query(struct ompi_communicator_t *comm,
+                                                    int *priority);
+
+int mca_coll_ftrabit_allreduce(const void *sbuf, void *rbuf, int count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                               struct ompi_communicator_t *comm,
+                               mca_coll_base_module_t *module);
+int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype, int root,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+/* Point-to-point helpers shared by the algorithms (coll_ftrabit_p2p.c). A received
+ * message that is shorter than expected is a collective called with mismatched
+ * arguments: reported, and MPI_ERR_TRUNCATE returned. */
+int ftrabit_sendrecv(const void *sbuf, size_t scount, int dest, void *rbuf, size_t rcount,
+                     int source, struct ompi_datatype_t *dtype, int tag,
+                     struct ompi_communicator_t *comm);
+int ftrabit_send(const void *buf, size_t count, struct ompi_datatype_t *dtype, int dest, int tag,
+                 struct ompi_communicator_t *comm);
+int ftrabit_recv(void *buf, size_t count, struct ompi_datatype_t *dtype, int source, int tag,
+                 struct ompi_communicator_t *comm);
+int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
+                           struct ompi_datatype_t *dtype, struct ompi_communicator_t *comm,
+                           int tag);
+
+/* After a collective failed on this rank: a mismatch of arguments leaves the other ranks
+ * waiting for messages that will never come, so with ULFM enabled the communicator is
+ * revoked and every rank's collective ends with an error instead of a hang. */
+int ftrabit_collective_failed(int err, struct ompi_communicator_t *comm);
+
+#define FTRABIT_VERBOSE(level, ...) \
+    opal_output_verbose(level, mca_coll_ftrabit_component.output, __VA_ARGS__)
+
+END_C_DECLS
+
+#endif /* MCA_COLL_FTRABIT_H */

@@ -1,0 +1,157 @@
+/*
+ * ompi-resilience: coll/ftrabit MPI_Bcast.
+ *
+ *   - binomial tree: log2(p) rounds of the whole message; latency-optimal;
+ *   - pipeline: the message cut into segments that flow down a chain of ranks starting at
+ *     the root; each rank forwards segment i while it receives segment i+1, so large
+ *     messages take about (n + (p-2) * segment) / bandwidth.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/request/request.h"
+
+#include "ompi/mca/coll/ftrabit/coll_ftrabit.h"
+
+#define FTRABIT_TAG MCA_COLL_BASE_TAG_BCAST
+
+static inline int ftrabit_real_rank(int vrank, int root, int size)
+{
+    return (vrank + root) % size;
+}
+
+static int ftrabit_bcast_binomial(char *buf, size_t count, ompi_datatype_t *dtype, int root,
+                                  ompi_communicator_t *comm)
+{
+    int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+    int vrank = (rank - root + size) % size;
+    int children[FTRABIT_MAX_STEPS];
+    ompi_request_t *reqs[FTRABIT_MAX_STEPS];
+    int err;
+
+    if (0 != vrank) {
+        int parent = ftrabit_real_rank(ftrabit_binomial_parent(vrank), root, size);
+        err = ftrabit_recv(buf, count, dtype, parent, FTRABIT_TAG, comm);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+    }
+    int nchildren = ftrabit_binomial_children(size, vrank, children, FTRABIT_MAX_STEPS);
+    for (int i = 0; i < nchildren; i++) {
+        err = MCA_PML_CALL(isend(buf, count, dtype, ftrabit_real_rank(children[i], root, size),
+                                 FTRABIT_TAG, MCA_PML_BASE_SEND_STANDARD, comm, &reqs[i]));
+        if (MPI_SUCCESS != err) {
+            ompi_request_wait_all(i, reqs, MPI_STATUSES_IGNORE);
+            return err;
+        }
+    }
+    return ompi_request_wait_all(nchildren, reqs, MPI_STATUSES_IGNORE);
+}
+
+/* Segment `i` of the message: its first element and its length. */
+static inline size_t ftrabit_segment(size_t i, size_t count, size_t segcount, size_t *len)
+{
+    size_t first = i * segcount;
+    *len = count - first < segcount ? count - first : segcount;
+    return first;
+}
+
+static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtype, int root,
+                                  ompi_communicator_t *comm)
+{
+    int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+    int vrank = (rank - root + size) % size;
+    int prev = vrank > 0 ? ftrabit_real_rank(vrank - 1, root, size) : -1;
+    int next = vrank < size - 1 ? ftrabit_real_rank(vrank + 1, root, size) : -1;
+    size_t type_size;
+    ptrdiff_t lb, extent;
+    int err = MPI_SUCCESS;
+
+    ompi_datatype_type_size(dtype, &type_size);
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    size_t segcount = mca_coll_ftrabit_component.bcast_segment_bytes / type_size;
+    if (0 == segcount) {
+        segcount = 1;
+    }
+    size_t nseg = ftrabit_segments(count, segcount);
+    /* Receives run two segments ahead; sends are waited for at the end. */
+    ompi_request_t *recv_reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    ompi_request_t **send_reqs = calloc(nseg, sizeof(*send_reqs));
+    size_t nsent = 0, len;
+
+    if (NULL == send_reqs) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (prev >= 0) {
+        for (size_t i = 0; i < 2 && i < nseg && MPI_SUCCESS == err; i++) {
+            size_t first = ftrabit_segment(i, count, segcount, &len);
+            err = MCA_PML_CALL(irecv(buf + first * extent, len, dtype, prev, FTRABIT_TAG, comm,
+                                     &recv_reqs[i]));
+        }
+    }
+    for (size_t i = 0; i < nseg && MPI_SUCCESS == err; i++) {
+        size_t first = ftrabit_segment(i, count, segcount, &len);
+        if (prev >= 0) {
+            ompi_status_public_t status;
+            err = ompi_request_wait(&recv_reqs[i % 2], &status);
+            if (MPI_SUCCESS == err) {
+                err = ftrabit_check_received(&status, len, dtype, comm, FTRABIT_TAG);
+            }
+            if (MPI_SUCCESS != err) {
+                break;
+            }
+        }
+        if (next >= 0) {
+            err = MCA_PML_CALL(isend(buf + first * extent, len, dtype, next, FTRABIT_TAG,
+                                     MCA_PML_BASE_SEND_STANDARD, comm, &send_reqs[nsent]));
+            if (MPI_SUCCESS != err) {
+                break;
+            }
+            nsent++;
+        }
+        if (prev >= 0 && i + 2 < nseg) {
+            size_t ahead = ftrabit_segment(i + 2, count, segcount, &len);
+            err = MCA_PML_CALL(irecv(buf + ahead * extent, len, dtype, prev, FTRABIT_TAG, comm,
+                                     &recv_reqs[i % 2]));
+        }
+    }
+    int send_err = ompi_request_wait_all(nsent, send_reqs, MPI_STATUSES_IGNORE);
+    if (MPI_SUCCESS != err) {
+        /* Outstanding receives after an error: cancel them so nothing writes later. */
+        for (int i = 0; i < 2; i++) {
+            if (MPI_REQUEST_NULL != recv_reqs[i]) {
+                ompi_request_cancel(recv_reqs[i]);
+                ompi_request_wait(&recv_reqs[i], MPI_STATUS_IGNORE);
+            }
+        }
+    }
+    free(send_reqs);
+    return MPI_SUCCESS != err ? err : send_err;
+}
+
+int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype, int root,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+    size_t type_size;
+
+    (void) module;
+    __atomic_fetch_add(&c->bcast_calls, 1, __ATOMIC_RELAXED);
+    ompi_datatype_type_size(dtype, &type_size);
+    if (count <= 0 || 0 == type_size) {
+        return MPI_SUCCESS;
+    }
+    ftrabit_bcast_alg_t alg = ftrabit_choose_bcast(c->bcast_algorithm, count * type_size,
+                                                   ompi_comm_size(comm),
+                                                   c->bcast_pipeline_min_bytes);
+    FTRABIT_VERBOSE(10, "coll:ftrabit: bcast of %d elements from %d on %s: %s", count, root,
+                    ompi_comm_print_cid(comm),
+                    FTRABIT_BCAST_PIPELINE == alg ? "pipeline" : "binomial");
+    int err = FTRABIT_BCAST_PIPELINE == alg ? ftrabit_bcast_pipeline(buff, count, dtype, root, comm)
+                                            : ftrabit_bcast_binomial(buff, count, dtype, root, comm);
+    return MPI_SUCCESS == err ? err : ftrabit_collective_failed(err, comm);
+}

@@ -1,0 +1,172 @@
+/*
+ * ompi-resilience: coll/ftrabit component: MCA parameters, performance variables, and
+ * the checks that decide whether the component may run at all.
+ */
+#include "ompi_config.h"
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/util/show_help.h"
+
+#include "ompi/mca/coll/ftrabit/coll_ftrabit.h"
+#include "ompi/mca/common/ompires/ompires_abi.h"
+
+static int ftrabit_register(void);
+static int ftrabit_open(void);
+static int ftrabit_close(void);
+
+mca_coll_ftrabit_component_t mca_coll_ftrabit_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_4_0,
+            .mca_component_name = "ftrabit",
+            MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                                  OMPI_RELEASE_VERSION),
+            .mca_open_component = ftrabit_open,
+            .mca_close_component = ftrabit_close,
+            .mca_register_component_params = ftrabit_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        .collm_init_query = mca_coll_ftrabit_init_query,
+        .collm_comm_query = mca_coll_ftrabit_comm_query,
+    },
+    .priority = 40,
+    .output = -1,
+};
+
+static const mca_base_var_enum_value_t allreduce_algorithms[] = {
+    {FTRABIT_ALLREDUCE_AUTO, "auto"},
+    {FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING, "recursive_doubling"},
+    {FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER, "reduce_scatter_allgather"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t bcast_algorithms[] = {
+    {FTRABIT_BCAST_AUTO, "auto"},
+    {FTRABIT_BCAST_BINOMIAL, "binomial"},
+    {FTRABIT_BCAST_PIPELINE, "pipeline"},
+    {0, NULL},
+};
+
+static void register_enum(const char *name, const char *description,
+                          const mca_base_var_enum_value_t *values, int *storage)
+{
+    mca_base_var_enum_t *enumerator = NULL;
+
+    (void) mca_base_var_enum_create(name, values, &enumerator);
+    (void) mca_base_component_var_register(&mca_coll_ftrabit_component.super.collm_version,
+                                           name, description, MCA_BASE_VAR_TYPE_INT, enumerator,
+                                           0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
+                                           storage);
+    OBJ_RELEASE(enumerator);
+}
+
+static void register_size(const char *name, const char *description, size_t *storage)
+{
+    (void) mca_base_component_var_register(&mca_coll_ftrabit_component.super.collm_version,
+                                           name, description, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0,
+                                           0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL, storage);
+}
+
+static void register_counter(const char *name, const char *description, unsigned long *storage)
+{
+    (void) mca_base_component_pvar_register(&mca_coll_ftrabit_component.super.collm_version,
+                                            name, description, OPAL_INFO_LVL_4,
+                                            MCA_BASE_PVAR_CLASS_COUNTER,
+                                            MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+                                            MCA_BASE_VAR_BIND_NO_OBJECT,
+                                            MCA_BASE_PVAR_FLAG_READONLY
+                                                | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                            NULL, NULL, NULL, storage);
+}
+
+static int ftrabit_register(void)
+{
+    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+
+    c->priority = 40;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "priority",
+        "Priority of coll ftrabit (0-100). The default, 40, is above tuned (30) and han (35), "
+        "so ftrabit provides MPI_Allreduce and MPI_Bcast on every intra-communicator of two or "
+        "more ranks; set 0 or exclude it (--mca coll ^ftrabit) to leave them to others",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL, &c->priority);
+
+    c->verbose = 0;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "verbose",
+        "Verbosity of coll ftrabit: 0 silent, 1 module selection per communicator, "
+        "10 the algorithm of every collective",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
+
+    c->allreduce_algorithm = FTRABIT_ALLREDUCE_AUTO;
+    register_enum("allreduce_algorithm",
+                  "MPI_Allreduce algorithm: auto (by size), recursive_doubling (latency-optimal, "
+                  "log2(p) rounds of the whole vector), reduce_scatter_allgather (bandwidth-"
+                  "optimal recursive halving then doubling). All keep the reduction in rank "
+                  "order, so non-commutative operations are correct and results are bit-"
+                  "identical on every rank",
+                  allreduce_algorithms, &c->allreduce_algorithm);
+
+    c->allreduce_rsag_min_bytes = 16384;
+    register_size("allreduce_rsag_min_bytes",
+                  "With allreduce_algorithm auto: messages of at least this many bytes use "
+                  "reduce_scatter_allgather, smaller ones recursive_doubling",
+                  &c->allreduce_rsag_min_bytes);
+
+    c->bcast_algorithm = FTRABIT_BCAST_AUTO;
+    register_enum("bcast_algorithm",
+                  "MPI_Bcast algorithm: auto (by size), binomial (latency-optimal tree), "
+                  "pipeline (segmented chain from the root, bandwidth-optimal)",
+                  bcast_algorithms, &c->bcast_algorithm);
+
+    c->bcast_pipeline_min_bytes = 131072;
+    register_size("bcast_pipeline_min_bytes",
+                  "With bcast_algorithm auto: messages of at least this many bytes use the "
+                  "pipeline on communicators of three or more ranks, smaller ones binomial",
+                  &c->bcast_pipeline_min_bytes);
+
+    c->bcast_segment_bytes = 65536;
+    register_size("bcast_segment_bytes",
+                  "Segment size in bytes of the pipelined MPI_Bcast (at least one datatype "
+                  "element is sent per segment); must be greater than 0",
+                  &c->bcast_segment_bytes);
+
+    register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
+                     &c->allreduce_calls);
+    register_counter("bcast_calls", "Number of MPI_Bcast calls served by coll ftrabit",
+                     &c->bcast_calls);
+    return OMPI_SUCCESS;
+}
+
+static int ftrabit_open(void)
+{
+    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+
+    if (!ompires_abi_check("coll ftrabit")) {
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    if (0 == c->bcast_segment_bytes) {
+        ompires_add_help_dir();
+        opal_show_help("help-ompi-resilience.txt", "invalid-param", true,
+                       "coll_ftrabit_bcast_segment_bytes", "0",
+                       "The pipelined broadcast needs segments of at least one byte.",
+                       "coll ftrabit");
+        return OMPI_ERR_BAD_PARAM;
+    }
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    return OMPI_SUCCESS;
+}
+
+static int ftrabit_close(void)
+{
+    if (mca_coll_ftrabit_component.output >= 0) {
+        opal_output_close(mca_coll_ftrabit_component.output);
+        mca_coll_ftrabit_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,112 @@
+/*
+ * ompi-resilience: coll/ftrabit point-to-point helpers.
+ *
+ * Every message an ftrabit algorithm receives has a size both sides computed from the
+ * collective's arguments, so a shorter message means the ranks called the collective with
+ * different arguments. That is reported here, by the rank that sees it, instead of
+ * silently leaving part of a buffer unreduced.
+ */
+#include "ompi_config.h"
+
+#include "opal/util/show_help.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/request/request.h"
+#include "ompi/runtime/params.h"
+
+#include "ompi/mca/coll/ftrabit/coll_ftrabit.h"
+#include "ompi/mca/common/ompires/ompires_abi.h"
+
+static const char *ftrabit_tag_name(int tag)
+{
+    return MCA_COLL_BASE_TAG_BCAST == tag ? "MPI_Bcast" : "MPI_Allreduce";
+}
+
+int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
+                           struct ompi_datatype_t *dtype, struct ompi_communicator_t *comm,
+                           int tag)
+{
+    size_t type_size, expected, got = status->_ucount;
+
+    ompi_datatype_type_size(dtype, &type_size);
+    expected = count * type_size;
+    if (OPAL_LIKELY(got == expected)) {
+        return MPI_SUCCESS;
+    }
+    ompires_add_help_dir();
+    opal_show_help("help-coll-ftrabit.txt", "mismatched-arguments", true,
+                   ftrabit_tag_name(tag), ompi_comm_rank(comm), ompi_comm_print_cid(comm), got,
+                   status->MPI_SOURCE, expected);
+    return MPI_ERR_TRUNCATE;
+}
+
+/* Finish with a request that is not needed any more after an error. Requests that failed
+ * because of a process failure or a revoke may still be written into by the PML, so they
+ * are cancelled and waited for; others are freed. */
+static void ftrabit_request_abandon(ompi_request_t **req)
+{
+    if (MPI_REQUEST_NULL == *req) {
+        return;
+    }
+    int err = (*req)->req_status.MPI_ERROR;
+    if (MPI_ERR_PROC_FAILED == err || MPI_ERR_PROC_FAILED_PENDING == err
+        || MPI_ERR_REVOKED == err) {
+        ompi_request_cancel(*req);
+        ompi_request_wait(req, MPI_STATUS_IGNORE);
+    } else {
+        ompi_request_free(req);
+    }
+}
+
+int ftrabit_sendrecv(const void *sbuf, size_t scount, int dest, void *rbuf, size_t rcount,
+                     int source, struct ompi_datatype_t *dtype, int tag,
+                     struct ompi_communicator_t *comm)
+{
+    ompi_request_t *req = MPI_REQUEST_NULL;
+    ompi_status_public_t status;
+    int err;
+
+    err = MCA_PML_CALL(irecv(rbuf, rcount, dtype, source, tag, comm, &req));
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    err = MCA_PML_CALL(send(sbuf, scount, dtype, dest, tag, MCA_PML_BASE_SEND_STANDARD, comm));
+    if (MPI_SUCCESS != err) {
+        ftrabit_request_abandon(&req);
+        return err;
+    }
+    err = ompi_request_wait(&req, &status);
+    if (MPI_SUCCESS != err) {
+        return MPI_ERR_PROC_FAILED_PENDING == err ? MPI_ERR_PROC_FAILED : err;
+    }
+    return ftrabit_check_received(&status, rcount, dtype, comm, tag);
+}
+
+int ftrabit_send(const void *buf, size_t count, struct ompi_datatype_t *dtype, int dest, int tag,
+                 struct ompi_communicator_t *comm)
+{
+    return MCA_PML_CALL(send(buf, count, dtype, dest, tag, MCA_PML_BASE_SEND_STANDARD, comm));
+}
+
+int ftrabit_recv(void *buf, size_t count, struct ompi_datatype_t *dtype, int source, int tag,
+                 struct ompi_communicator_t *comm)
+{
+    ompi_status_public_t status;
+    int err = MCA_PML_CALL(recv(buf, count, dtype, source, tag, comm, &status));
+
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    return ftrabit_check_received(&status, count, dtype, comm, tag);
+}
+
+int ftrabit_collective_failed(int err, struct ompi_communicator_t *comm)
+{
+    if (MPI_ERR_TRUNCATE == err && ompi_ftmpi_enabled && !ompi_comm_is_revoked(comm)) {
+        FTRABIT_VERBOSE(1, "coll:ftrabit: revoking communicator %s after mismatched arguments",
+                        ompi_comm_print_cid(comm));
+        ompi_comm_revoke_internal(comm);
+    }
+    return err;
+}

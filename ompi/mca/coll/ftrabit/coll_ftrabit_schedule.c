@@ -1,0 +1,107 @@
+/*
+ * ompi-resilience: coll/ftrabit communication schedules (pure logic; see the header).
+ */
+#include "coll_ftrabit_schedule.h"
+
+int ftrabit_pow2_floor(int n)
+{
+    int p = 1;
+    while (p <= n / 2) {
+        p <<= 1;
+    }
+    return p;
+}
+
+void ftrabit_fold(int size, int rank, ftrabit_fold_t *fold)
+{
+    fold->p2 = ftrabit_pow2_floor(size);
+    fold->rem = size - fold->p2;
+    if (rank < 2 * fold->rem) {
+        /* Pairs (2i, 2i+1): the odd rank carries the pair's partial result. */
+        fold->fold_peer = rank ^ 1;
+        fold->vrank = (rank & 1) ? rank / 2 : -1;
+    } else {
+        fold->fold_peer = -1;
+        fold->vrank = rank - fold->rem;
+    }
+}
+
+int ftrabit_fold_real_rank(const ftrabit_fold_t *fold, int vrank)
+{
+    return vrank < fold->rem ? 2 * vrank + 1 : vrank + fold->rem;
+}
+
+int ftrabit_rsag_schedule(int p2, int vrank, size_t count, ftrabit_rsag_step_t *steps)
+{
+    ftrabit_range_t cur = {0, count};
+    int nsteps = 0;
+
+    for (int mask = 1; mask < p2; mask <<= 1, nsteps++) {
+        size_t mid = cur.lo + (cur.hi - cur.lo) / 2;
+        ftrabit_rsag_step_t *s = &steps[nsteps];
+        ftrabit_range_t low = {cur.lo, mid}, high = {mid, cur.hi};
+
+        s->partner_vrank = vrank ^ mask;
+        s->lower = (vrank & mask) == 0;
+        s->keep = s->lower ? low : high;
+        s->give = s->lower ? high : low;
+        cur = s->keep;
+    }
+    return nsteps;
+}
+
+int ftrabit_binomial_parent(int vrank)
+{
+    /* The parent clears the lowest set bit. */
+    return vrank & (vrank - 1);
+}
+
+int ftrabit_binomial_children(int size, int vrank, int *children, int max_children)
+{
+    int n = 0;
+    int lowbit = vrank ? (vrank & -vrank) : ftrabit_pow2_floor(size) << 1;
+
+    /* Largest subtree first: it has the longest way to go. */
+    for (int mask = lowbit >> 1; mask > 0; mask >>= 1) {
+        if (vrank + mask < size && n < max_children) {
+            children[n++] = vrank + mask;
+        }
+    }
+    return n;
+}
+
+size_t ftrabit_segments(size_t count, size_t segcount)
+{
+    if (0 == segcount) {
+        return count ? 1 : 0;
+    }
+    return (count + segcount - 1) / segcount;
+}
+
+ftrabit_allreduce_alg_t ftrabit_choose_allreduce(ftrabit_allreduce_alg_t forced, size_t bytes,
+                                                 size_t count, int size, size_t rsag_min_bytes)
+{
+    int p2 = ftrabit_pow2_floor(size);
+
+    /* Reduce-scatter needs at least one element per virtual rank to pay off. */
+    if (FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER == forced) {
+        return count >= (size_t) p2 ? forced : FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING;
+    }
+    if (FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING == forced) {
+        return forced;
+    }
+    if (bytes >= rsag_min_bytes && count >= (size_t) p2 && p2 > 1) {
+        return FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER;
+    }
+    return FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING;
+}
+
+ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t bytes, int size,
+                                         size_t pipeline_min_bytes)
+{
+    if (FTRABIT_BCAST_AUTO != forced) {
+        return forced;
+    }
+    return (bytes >= pipeline_min_bytes && size > 2) ? FTRABIT_BCAST_PIPELINE
+                                                      : FTRABIT_BCAST_BINOMIAL;
+}

@@ -1,0 +1,86 @@
+/*
+ * ompi-resilience: coll/ftrabit communication schedules.
+ *
+ * Pure logic, no MPI: which algorithm a collective uses, which virtual rank a process
+ * plays when the communicator size is not a power of two, which element ranges move at
+ * each step of a reduce-scatter/allgather, and the shape of broadcast trees. Everything
+ * here depends only on (size, rank, count, parameters), which is what makes the reduction
+ * order, and so the result bits, identical on every rank and in every run.
+ */
+#ifndef COLL_FTRABIT_SCHEDULE_H
+#define COLL_FTRABIT_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* At most 2^31 ranks: 32 halving steps are enough for any communicator. */
+#define FTRABIT_MAX_STEPS 32
+
+typedef enum {
+    FTRABIT_ALLREDUCE_AUTO = 0,
+    FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING = 1,
+    FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER = 2,
+} ftrabit_allreduce_alg_t;
+
+typedef enum {
+    FTRABIT_BCAST_AUTO = 0,
+    FTRABIT_BCAST_BINOMIAL = 1,
+    FTRABIT_BCAST_PIPELINE = 2,
+} ftrabit_bcast_alg_t;
+
+/*
+ * Folding a communicator of `size` ranks onto the largest power of two p2 <= size:
+ * the first 2*(size-p2) ranks pair up (2i, 2i+1); the even one hands its data to the
+ * odd one and sits out. Virtual ranks stay in rank order, so a non-commutative reduction
+ * over virtual ranks is still a reduction in rank order.
+ */
+typedef struct {
+    int p2;        /* participating virtual ranks, a power of two */
+    int rem;       /* size - p2: number of folded pairs */
+    int vrank;     /* this rank's virtual rank, or -1 if it sits out */
+    int fold_peer; /* partner in the fold (the odd or even neighbour), or -1 */
+} ftrabit_fold_t;
+
+void ftrabit_fold(int size, int rank, ftrabit_fold_t *fold);
+/* Real rank that plays virtual rank `vrank`. */
+int ftrabit_fold_real_rank(const ftrabit_fold_t *fold, int vrank);
+
+/* A half-open range of elements [lo, hi). */
+typedef struct {
+    size_t lo, hi;
+} ftrabit_range_t;
+
+/* One step of the recursive-halving reduce-scatter (and, run backwards, of the
+ * recursive-doubling allgather that follows it). */
+typedef struct {
+    int partner_vrank;
+    int lower;             /* 1 if this vrank is the lower of the pair (left operand) */
+    ftrabit_range_t keep;  /* elements this rank reduces and keeps (received from partner) */
+    ftrabit_range_t give;  /* elements this rank sends to the partner */
+} ftrabit_rsag_step_t;
+
+/* Fill steps[0..log2(p2)-1] for `vrank` among `p2` (a power of two) over `count`
+ * elements; returns the number of steps. The distance doubles at each step, so the
+ * ranks a partial result covers are always contiguous: the order of a non-commutative
+ * operation is kept. */
+int ftrabit_rsag_schedule(int p2, int vrank, size_t count, ftrabit_rsag_step_t *steps);
+
+/* Binomial tree rooted at virtual rank 0 over `size` ranks (vrank = (rank - root) mod size).
+ * Parent of a non-root vrank, and the children in the order they are sent to. */
+int ftrabit_binomial_parent(int vrank);
+int ftrabit_binomial_children(int size, int vrank, int *children, int max_children);
+
+/* Number of segments of at most `segcount` elements in `count` elements. */
+size_t ftrabit_segments(size_t count, size_t segcount);
+
+/* Algorithm choice from message size (bytes), communicator size and tunables. A forced
+ * algorithm (anything but AUTO) is honoured when it can run. */
+ftrabit_allreduce_alg_t ftrabit_choose_allreduce(ftrabit_allreduce_alg_t forced, size_t bytes,
+                                                 size_t count, int size, size_t rsag_min_bytes);
+ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t bytes, int size,
+                                         size_t pipeline_min_bytes);
+
+/* Largest power of two <= n (n >= 1). */
+int ftrabit_pow2_floor(int n);
+
+#endif /* COLL_FTRABIT_SCHEDULE_H */

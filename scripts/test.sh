@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command: on a fresh machine it installs what it needs (Debian packages, the
+# ULFM Open MPI, cached per user), builds, and runs every test.
+# Ends with "N passed, N failed, N skipped"; exits non-zero on any failure.
+#
+# Usage: scripts/test.sh [NAME_FILTER]
+set -euo pipefail
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$("$src/scripts/build.sh")
+eval "$("$src/scripts/ompi-bootstrap.sh" --print-env --no-apt 2>/dev/null)"
+export OMPI_PREFIX
+exec "$src/test/run-tests.sh" "$build" "${1:-}"

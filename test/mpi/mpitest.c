@@ -1,0 +1,150 @@
+/*
+ * ompi-resilience: support for tests that run under mpirun (see mpitest.h).
+ */
+#include "mpitest.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mt_rank, mt_size;
+long mt_failures;
+const char *mt_name;
+
+#define MT_TAG 4242
+#define MT_MAX_REPORTED 20
+
+void mt_init(int *argc, char ***argv, const char *name)
+{
+    int provided;
+
+    MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    mt_name = name;
+}
+
+void mt_fail(const char *file, int line, const char *fmt, ...)
+{
+    if (mt_failures++ < MT_MAX_REPORTED) {
+        va_list ap;
+        char msg[512];
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        printf("mpitest %s: rank %d: FAIL %s:%d: %s\n", mt_name, mt_rank, file, line, msg);
+        fflush(stdout);
+    }
+}
+
+/* MPI_T counters count from the moment a handle is allocated, so the handles are kept
+ * from first use to MPI_T_finalize. */
+#define MT_MAX_COUNTERS 4
+static MPI_T_pvar_session mt_session = MPI_T_PVAR_SESSION_NULL;
+static struct {
+    char name[64];
+    int found;
+    MPI_T_pvar_handle handle;
+} mt_counters[MT_MAX_COUNTERS];
+
+long mt_ftrabit_counter(const char *name)
+{
+    int i, index, count;
+    unsigned long value = 0;
+
+    for (i = 0; i < MT_MAX_COUNTERS && mt_counters[i].name[0]; i++) {
+        if (0 == strcmp(mt_counters[i].name + strlen("coll_ftrabit_"), name)) {
+            break;
+        }
+    }
+    if (MT_MAX_COUNTERS == i) {
+        return -1;
+    }
+    if (!mt_counters[i].name[0]) {
+        snprintf(mt_counters[i].name, sizeof(mt_counters[i].name), "coll_ftrabit_%s", name);
+        if (MPI_T_PVAR_SESSION_NULL == mt_session) {
+            MPI_T_pvar_session_create(&mt_session);
+        }
+        mt_counters[i].found =
+            MPI_SUCCESS == MPI_T_pvar_get_index(mt_counters[i].name, MPI_T_PVAR_CLASS_COUNTER, &index)
+            && MPI_SUCCESS == MPI_T_pvar_handle_alloc(mt_session, index, NULL,
+                                                      &mt_counters[i].handle, &count);
+    }
+    if (!mt_counters[i].found) {
+        return -1;
+    }
+    MPI_T_pvar_read(mt_session, mt_counters[i].handle, &value);
+    return (long) value;
+}
+
+uint64_t mt_hash64(uint64_t x)
+{
+    /* splitmix64 finaliser */
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t mt_fnv1a(const void *buf, size_t len, uint64_t h)
+{
+    const unsigned char *p = buf;
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+int mt_all_equal_u64(uint64_t value)
+{
+    int equal = 1;
+
+    if (0 == mt_rank) {
+        for (int r = 1; r < mt_size; r++) {
+            uint64_t other;
+            MPI_Recv(&other, 1, MPI_UINT64_T, r, MT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            equal &= other == value;
+        }
+        for (int r = 1; r < mt_size; r++) {
+            MPI_Send(&equal, 1, MPI_INT, r, MT_TAG, MPI_COMM_WORLD);
+        }
+    } else {
+        MPI_Send(&value, 1, MPI_UINT64_T, 0, MT_TAG, MPI_COMM_WORLD);
+        MPI_Recv(&equal, 1, MPI_INT, 0, MT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    return equal;
+}
+
+int mt_finish(void)
+{
+    long total = mt_failures;
+
+    if (0 == mt_rank) {
+        for (int r = 1; r < mt_size; r++) {
+            long f;
+            MPI_Recv(&f, 1, MPI_LONG, r, MT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            total += f;
+        }
+        printf("mpitest %s: np %d: %s (%ld failed checks)\n", mt_name, mt_size,
+               total ? "FAIL" : "PASS", total);
+    } else {
+        MPI_Send(&mt_failures, 1, MPI_LONG, 0, MT_TAG, MPI_COMM_WORLD);
+    }
+    /* Everyone learns the verdict so that every process exits with the same code. */
+    if (0 == mt_rank) {
+        for (int r = 1; r < mt_size; r++) {
+            MPI_Send(&total, 1, MPI_LONG, r, MT_TAG, MPI_COMM_WORLD);
+        }
+    } else {
+        MPI_Recv(&total, 1, MPI_LONG, 0, MT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    if (MPI_T_PVAR_SESSION_NULL != mt_session) {
+        MPI_T_pvar_session_free(&mt_session);
+    }
+    MPI_T_finalize();
+    printf("mpitest: rank %d done\n", mt_rank);
+    fflush(stdout);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

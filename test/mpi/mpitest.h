@@ -1,0 +1,43 @@
+/*
+ * ompi-resilience: support for tests that run under mpirun.
+ *
+ * A test records failures with MT_CHECK; mt_finish() gathers the failure counts with
+ * point-to-point messages (never with the collectives under test), prints one verdict
+ * line and returns the process exit code. Each rank prints "mpitest: rank R done" last,
+ * so that the runner can name the ranks that never got there when a test hangs.
+ */
+#ifndef OMPIRES_MPITEST_H
+#define OMPIRES_MPITEST_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern int mt_rank, mt_size;
+extern long mt_failures;
+extern const char *mt_name;
+
+void mt_init(int *argc, char ***argv, const char *name);
+int mt_finish(void);
+void mt_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define MT_CHECK(cond, ...)                                    \
+    do {                                                       \
+        if (!(cond)) {                                         \
+            mt_fail(__FILE__, __LINE__, __VA_ARGS__);          \
+        }                                                      \
+    } while (0)
+
+/* Value of an ftrabit MPI_T counter ("allreduce_calls" or "bcast_calls") counted from the
+ * first call for that counter, or -1 when the component is not loaded. */
+long mt_ftrabit_counter(const char *name);
+
+/* Deterministic pseudo-random numbers: the same on every rank for the same arguments. */
+uint64_t mt_hash64(uint64_t x);
+uint64_t mt_fnv1a(const void *buf, size_t len, uint64_t h);
+
+/* True if every rank passed the same 64-bit value (compared over point-to-point). */
+int mt_all_equal_u64(uint64_t value);
+
+#endif

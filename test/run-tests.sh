@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# ompi-resilience test runner: unit tests (no MPI runtime) and MPI tests under mpirun,
+# each with a timeout. A hang is a failure that names the test and the ranks that never
+# finished. Ends with the line "N passed, N failed, N skipped".
+#
+# Usage: test/run-tests.sh BUILD_DIR [NAME_FILTER]
+# Needs OMPI_PREFIX (the Open MPI install) in the environment; BUILD_DIR is a configured
+# and built tree whose `make install` went to BUILD_DIR/stage (scripts/test.sh does all that).
+set -u
+build=$(cd "${1:?usage: test/run-tests.sh BUILD_DIR [FILTER]}" && pwd)
+filter=${2:-}
+: "${OMPI_PREFIX:?set OMPI_PREFIX to the Open MPI install (scripts/test.sh does)}"
+timeout_s=${OMPIRES_TEST_TIMEOUT:-120}
+logs=$build/test-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+
+passed=0 failed=0 skipped=0
+failures=()
+
+# Components are found in our staging directory besides Open MPI's own.
+component_path="$OMPI_PREFIX/lib/openmpi:$build/stage/lib/openmpi"
+# PMIx reads the component path too and complains about every non-PMIx file in it.
+export PMIX_MCA_mca_base_component_show_load_errors=0
+mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
+        --mca mca_base_component_path "$component_path")
+
+selected() { [ -z "$filter" ] || [[ "$1" == *"$filter"* ]]; }
+pass() { passed=$((passed + 1)); printf 'PASS  %s\n' "$1"; }
+fail() {
+    failed=$((failed + 1)); failures+=("$1")
+    printf 'FAIL  %s: %s\n' "$1" "$2"
+    [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/      | /' "$3" | tail -n 25
+}
+skip() { skipped=$((skipped + 1)); printf 'SKIP  %s: %s\n' "$1" "$2"; }
+
+# Ranks of an np-process run that did not print "mpitest: rank R done".
+missing_ranks() {
+    local log=$1 np=$2 r missing=""
+    for ((r = 0; r < np; r++)); do
+        grep -aq "^mpitest: rank $r done" "$log" || missing="$missing $r"
+    done
+    echo "${missing# }"
+}
+
+# unit NAME: a unit-test binary printing "ok X" / "not ok X"; each case counts.
+unit() {
+    local name=$1 bin=$build/test/unit/$1 log=$logs/unit-$1.log
+    selected "$name" || return 0
+    if [ ! -x "$bin" ]; then fail "unit/$name" "not built"; return; fi
+    timeout -k 5 "$timeout_s" "$bin" >"$log" 2>&1
+    local rc=$?
+    while read -r line; do
+        case "$line" in
+            "ok "*) pass "unit/$name/${line#ok }" ;;
+            "not ok "*) fail "unit/$name/${line#not ok }" "" ;;
+        esac
+    done <"$log"
+    if [ $rc -ne 0 ] && ! grep -q '^not ok' "$log"; then
+        fail "unit/$name" "exit code $rc" "$log"
+    fi
+    if command -v valgrind >/dev/null 2>&1; then
+        if timeout -k 5 "$timeout_s" valgrind -q --error-exitcode=99 --leak-check=full \
+               "$bin" >"$log.valgrind" 2>&1; then
+            pass "unit/$name/valgrind-clean"
+        else
+            fail "unit/$name/valgrind-clean" "valgrind reported errors" "$log.valgrind"
+        fi
+    fi
+}
+
+# mpi LABEL NP EXPECT PROGRAM [mpirun options...] -- [program args...]
+# EXPECT: pass (exit 0, "PASS" verdict) or "abort:TEXT" (non-zero exit, TEXT in the output).
+mpi() {
+    local label=$1 np=$2 expect=$3 prog=$4
+    shift 4
+    local opts=() args=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    args=("$@")
+    local name="mpi/$label/np$np"
+    selected "$name" || return 0
+    local bin=$build/$prog log=$logs/$(echo "$label-np$np" | tr '/ ' '__').log
+    if [ ! -x "$bin" ]; then fail "$name" "$prog not built"; return; fi
+    timeout -k 10 "$timeout_s" "${mpirun[@]}" "${opts[@]}" -np "$np" "$bin" "${args[@]}" \
+        </dev/null >"$log" 2>&1
+    local rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        fail "$name" "HANG: no result after ${timeout_s}s; ranks that never finished: $(missing_ranks "$log" "$np")" "$log"
+        return
+    fi
+    case "$expect" in
+        pass)
+            if [ $rc -eq 0 ] && grep -aq "^mpitest .*: np $np: PASS" "$log"; then
+                pass "$name"
+            else
+                fail "$name" "exit code $rc" "$log"
+            fi ;;
+        abort:*)
+            if [ $rc -ne 0 ] && grep -aq "${expect#abort:}" "$log"; then
+                pass "$name"
+            else
+                fail "$name" "expected an abort saying '${expect#abort:}', got exit code $rc" "$log"
+            fi ;;
+    esac
+}
+
+# check NAME FUNCTION: a check written as a shell function that passes when it returns 0;
+# the function puts its own timeouts on what it runs.
+check() {
+    local name=$1 fn=$2
+    selected "$name" || return 0
+    local log=$logs/$(echo "$name" | tr '/ ' '__').log
+    if "$fn" >"$log" 2>&1; then pass "$name"; else fail "$name" "failed" "$log"; fi
+}
+
+ompi_info_lists_ftrabit() {
+    local out
+    # ompi_info takes the component path from the environment, not from --mca
+    out=$(OMPI_MCA_mca_base_component_path="$component_path" timeout -k 5 "$timeout_s" \
+          "$OMPI_PREFIX/bin/ompi_info" --param coll ftrabit --level 9) || return 1
+    echo "$out"
+    for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
+             bcast_pipeline_min_bytes bcast_segment_bytes; do
+        grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
+    done
+}
+
+invalid_segment_size_is_refused() {
+    # The component refuses to open with a clear message; the job still runs on tuned.
+    local out=$logs/invalid-segment-size.out rc
+    timeout -k 10 "$timeout_s" "${mpirun[@]}" --mca coll_ftrabit_bcast_segment_bytes 0 -np 2 \
+        "$build/test/mpi/coll_selection" excluded </dev/null >"$out" 2>&1
+    rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] && grep -aq "coll_ftrabit_bcast_segment_bytes has an invalid value" "$out"
+}
+
+echo "== unit tests"
+unit test_schedule
+
+echo "== coll/ftrabit under mpirun (timeout ${timeout_s}s each)"
+FT=(--with-ft ulfm)
+for np in 1 2 3 4 5 8; do mpi allreduce "$np" pass test/mpi/coll_allreduce "${FT[@]}"; done
+mpi allreduce/no-ulfm 4 pass test/mpi/coll_allreduce
+mpi allreduce/recursive-doubling 3 pass test/mpi/coll_allreduce "${FT[@]}" \
+    --mca coll_ftrabit_allreduce_algorithm recursive_doubling
+mpi allreduce/reduce-scatter-allgather 6 pass test/mpi/coll_allreduce "${FT[@]}" \
+    --mca coll_ftrabit_allreduce_algorithm reduce_scatter_allgather
+for np in 1 2 3 4 7 8; do mpi bcast "$np" pass test/mpi/coll_bcast "${FT[@]}"; done
+mpi bcast/pipeline-small-segments 5 pass test/mpi/coll_bcast "${FT[@]}" \
+    --mca coll_ftrabit_bcast_algorithm pipeline --mca coll_ftrabit_bcast_segment_bytes 1000
+mpi bcast/binomial 4 pass test/mpi/coll_bcast "${FT[@]}" --mca coll_ftrabit_bcast_algorithm binomial
+for np in 1 2 3 5; do mpi selection "$np" pass test/mpi/coll_selection "${FT[@]}"; done
+mpi selection/excluded 2 pass test/mpi/coll_selection "${FT[@]}" --mca coll ^ftrabit -- excluded
+for alg in recursive_doubling reduce_scatter_allgather; do
+    mpi "determinism/$alg" 4 pass test/mpi/coll_determinism "${FT[@]}" \
+        -x "OMPI_MCA_coll_ftrabit_allreduce_algorithm=$alg"
+done
+mpi determinism 3 pass test/mpi/coll_determinism "${FT[@]}"
+mpi determinism 8 pass test/mpi/coll_determinism "${FT[@]}"
+for np in 2 3 4 8; do mpi mismatch "$np" pass test/mpi/coll_mismatch "${FT[@]}"; done
+mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" \
+    test/mpi/coll_mismatch -- fatal
+
+echo "== installation and parameters"
+check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit
+check params/invalid-segment-size-refused invalid_segment_size_is_refused
+
+# Leave nothing behind: a leftover rank would slow every later run on this machine.
+pkill -f "$build/test/" 2>/dev/null || true
+
+if [ ${#failures[@]} -gt 0 ]; then
+    echo
+    echo "failed:"
+    printf '  %s\n' "${failures[@]}"
+    echo "logs: $logs"
+fi
+echo
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,170 @@
+/*
+ * Unit tests of coll/ftrabit's schedules: folding, reduce-scatter/allgather ranges,
+ * binomial trees, segmentation and algorithm choice, checked against their defining
+ * properties for every communicator size up to 130.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/mca/coll/ftrabit/coll_ftrabit_schedule.h"
+#include "unit.h"
+
+static void pow2_floor(void)
+{
+    CHECK(ftrabit_pow2_floor(1) == 1);
+    CHECK(ftrabit_pow2_floor(2) == 2);
+    CHECK(ftrabit_pow2_floor(3) == 2);
+    CHECK(ftrabit_pow2_floor(8) == 8);
+    CHECK(ftrabit_pow2_floor(1000) == 512);
+    CHECK(ftrabit_pow2_floor(0x7fffffff) == 0x40000000);
+}
+
+/* Every virtual rank is played by exactly one real rank; virtual ranks keep rank order;
+ * fold partners are neighbours and exactly one of each pair sits out. */
+static void fold_is_an_ordered_bijection(void)
+{
+    for (int size = 1; size <= 130; size++) {
+        int *played = calloc(size, sizeof(int));
+        int last_vrank = -1;
+        for (int rank = 0; rank < size; rank++) {
+            ftrabit_fold_t f;
+            ftrabit_fold(size, rank, &f);
+            CHECK(f.p2 + f.rem == size);
+            CHECK(f.p2 <= size && f.p2 * 2 > size);
+            if (f.vrank >= 0) {
+                CHECK(f.vrank < f.p2);
+                CHECK(f.vrank > last_vrank);
+                last_vrank = f.vrank;
+                CHECK(ftrabit_fold_real_rank(&f, f.vrank) == rank);
+                played[f.vrank]++;
+            } else {
+                CHECK(f.fold_peer == rank + 1);
+                ftrabit_fold_t peer;
+                ftrabit_fold(size, f.fold_peer, &peer);
+                CHECK(peer.vrank >= 0 && peer.fold_peer == rank);
+            }
+        }
+        for (int v = 0; v < ftrabit_pow2_floor(size); v++) {
+            CHECK(played[v] == 1);
+        }
+        free(played);
+    }
+}
+
+/* For each step: keep and give split the previous range; the partner's keep is my give;
+ * after the last step the kept ranges of all vranks tile [0, count) exactly. */
+static void rsag_ranges_tile_the_vector(void)
+{
+    const size_t counts[] = {0, 1, 2, 3, 7, 8, 63, 64, 65, 1000, 1 << 20};
+    for (int p2 = 1; p2 <= 128; p2 <<= 1) {
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+            size_t count = counts[ci];
+            char *covered = calloc(count + 1, 1);
+            ftrabit_rsag_step_t *all = calloc((size_t) p2 * FTRABIT_MAX_STEPS, sizeof(*all));
+            int nsteps = -1;
+            for (int v = 0; v < p2; v++) {
+                ftrabit_rsag_step_t *s = &all[(size_t) v * FTRABIT_MAX_STEPS];
+                int n = ftrabit_rsag_schedule(p2, v, count, s);
+                CHECK(nsteps < 0 || n == nsteps);
+                nsteps = n;
+                CHECK((1 << n) == p2);
+                ftrabit_range_t cur = {0, count};
+                for (int i = 0; i < n; i++) {
+                    CHECK(s[i].partner_vrank == (v ^ (1 << i)));
+                    CHECK(s[i].lower == (v < s[i].partner_vrank));
+                    /* keep and give are the two halves of cur, the lower half to the lower rank */
+                    ftrabit_range_t lo = s[i].lower ? s[i].keep : s[i].give;
+                    ftrabit_range_t hi = s[i].lower ? s[i].give : s[i].keep;
+                    CHECK(lo.lo == cur.lo && lo.hi == hi.lo && hi.hi == cur.hi);
+                    cur = s[i].keep;
+                }
+                for (size_t e = cur.lo; e < cur.hi; e++) {
+                    covered[e]++;
+                }
+            }
+            for (size_t e = 0; e < count; e++) {
+                CHECK(covered[e] == 1);
+            }
+            /* Partners agree on what moves between them. */
+            for (int v = 0; v < p2; v++) {
+                for (int i = 0; i < nsteps; i++) {
+                    const ftrabit_rsag_step_t *mine = &all[(size_t) v * FTRABIT_MAX_STEPS + i];
+                    const ftrabit_rsag_step_t *theirs =
+                        &all[(size_t) mine->partner_vrank * FTRABIT_MAX_STEPS + i];
+                    CHECK(mine->give.lo == theirs->keep.lo && mine->give.hi == theirs->keep.hi);
+                }
+            }
+            free(all);
+            free(covered);
+        }
+    }
+}
+
+/* The binomial tree spans every rank once, parents are smaller, and the child lists
+ * agree with the parent function. */
+static void binomial_tree_spans(void)
+{
+    for (int size = 1; size <= 130; size++) {
+        int *reached = calloc(size, sizeof(int));
+        reached[0] = 1;
+        for (int v = 0; v < size; v++) {
+            int children[FTRABIT_MAX_STEPS];
+            int n = ftrabit_binomial_children(size, v, children, FTRABIT_MAX_STEPS);
+            for (int i = 0; i < n; i++) {
+                CHECK(children[i] > v && children[i] < size);
+                CHECK(ftrabit_binomial_parent(children[i]) == v);
+                if (i > 0) {
+                    CHECK(children[i] < children[i - 1]); /* largest subtree first */
+                }
+                reached[children[i]]++;
+            }
+            if (v > 0) {
+                CHECK(ftrabit_binomial_parent(v) < v);
+            }
+        }
+        for (int v = 0; v < size; v++) {
+            CHECK(reached[v] == 1);
+        }
+        free(reached);
+    }
+}
+
+static void segments(void)
+{
+    CHECK(ftrabit_segments(0, 10) == 0);
+    CHECK(ftrabit_segments(1, 10) == 1);
+    CHECK(ftrabit_segments(10, 10) == 1);
+    CHECK(ftrabit_segments(11, 10) == 2);
+    CHECK(ftrabit_segments(5, 0) == 1);
+}
+
+static void algorithm_choice(void)
+{
+    /* auto: small messages and too few elements stay latency-optimal */
+    CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_AUTO, 8, 1, 4, 16384)
+          == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
+    CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_AUTO, 1 << 20, 1 << 18, 4, 16384)
+          == FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER);
+    CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_AUTO, 1 << 20, 2, 8, 16384)
+          == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
+    /* forced reduce-scatter with fewer elements than ranks cannot split: falls back */
+    CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER, 16, 2, 8, 0)
+          == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
+    CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING, 1 << 24, 1 << 22, 8, 0)
+          == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 8, 8, 131072) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 8, 131072) == FTRABIT_BCAST_PIPELINE);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 2, 131072) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_PIPELINE, 8, 2, 131072) == FTRABIT_BCAST_PIPELINE);
+}
+
+int main(void)
+{
+    RUN(pow2_floor);
+    RUN(fold_is_an_ordered_bijection);
+    RUN(rsag_ranges_tile_the_vector);
+    RUN(binomial_tree_spans);
+    RUN(segments);
+    RUN(algorithm_choice);
+    UNIT_EXIT();
+}
