@@ -25,6 +25,18 @@ export PMIX_MCA_mca_base_component_show_load_errors=0
 mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
         --mca mca_base_component_path "$component_path")
 
+# run_timed SECONDS LOG CMD...: run CMD with a timeout, output to LOG; sets $rc and
+# $timed_out. mpirun's own exit code can be 137 (a rank was SIGKILLed on purpose), so a
+# hang is told by timeout's message, not by the exit code.
+run_timed() {
+    local limit=$1 log=$2
+    shift 2
+    timeout --verbose -k 10 "$limit" "$@" </dev/null >"$log" 2>&1
+    rc=$?
+    timed_out=0
+    if grep -aq "^timeout: sending signal" "$log"; then timed_out=1; fi
+}
+
 selected() { [ -z "$filter" ] || [[ "$1" == *"$filter"* ]]; }
 pass() { passed=$((passed + 1)); printf 'PASS  %s\n' "$1"; }
 fail() {
@@ -60,7 +72,7 @@ unit() {
         fail "unit/$name" "exit code $rc" "$log"
     fi
     if command -v valgrind >/dev/null 2>&1; then
-        if timeout -k 5 "$timeout_s" valgrind -q --error-exitcode=99 --leak-check=full \
+        if OMPIRES_UNIT_QUICK=1 timeout -k 5 "$timeout_s" valgrind -q --error-exitcode=99 --leak-check=full \
                "$bin" >"$log.valgrind" 2>&1; then
             pass "unit/$name/valgrind-clean"
         else
@@ -82,10 +94,9 @@ mpi() {
     selected "$name" || return 0
     local bin=$build/$prog log=$logs/$(echo "$label-np$np" | tr '/ ' '__').log
     if [ ! -x "$bin" ]; then fail "$name" "$prog not built"; return; fi
-    timeout -k 10 "$timeout_s" "${mpirun[@]}" "${opts[@]}" -np "$np" "$bin" "${args[@]}" \
-        </dev/null >"$log" 2>&1
-    local rc=$?
-    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    local rc timed_out
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${opts[@]}" -np "$np" "$bin" "${args[@]}"
+    if [ $timed_out = 1 ]; then
         fail "$name" "HANG: no result after ${timeout_s}s; ranks that never finished: $(missing_ranks "$log" "$np")" "$log"
         return
     fi
@@ -138,6 +149,12 @@ invalid_segment_size_is_refused() {
 
 echo "== unit tests"
 unit test_schedule
+unit test_ftrabit_cache
+unit test_ftrabit_bootstrap
+unit test_ftrabit_recovery
+unit test_dr2_crc
+unit test_dr2_hdr
+unit test_dr2_window
 
 echo "== coll/ftrabit under mpirun (timeout ${timeout_s}s each)"
 FT=(--with-ft ulfm)
@@ -162,6 +179,67 @@ mpi determinism 8 pass test/mpi/coll_determinism "${FT[@]}"
 for np in 2 3 4 8; do mpi mismatch "$np" pass test/mpi/coll_mismatch "${FT[@]}"; done
 mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" \
     test/mpi/coll_mismatch -- fatal
+
+# ---- fault tests: real SIGKILLs under ULFM ------------------------------------------------
+# ft LABEL NP KILLS [mpirun options...]: ftr_kmeans with the given --kill specs must end with
+# the same centroid fingerprint as a run without failures, and a replacement must have run.
+declare -A ft_reference
+ft_fingerprint() { sed -n 's/^final centroids fingerprint \([0-9a-f]*\).*/\1/p' "$1" | head -n 1; }
+ft() {
+    local label=$1 np=$2 kills=$3
+    shift 3
+    local name="ft/$label/np$np"
+    selected "$name" || return 0
+    local bin=$build/examples/ftr_kmeans log=$logs/ft-$(echo "$label-np$np" | tr '/ ' '__').log
+    local ref_key="$np $*" marks
+    if [ -z "${ft_reference[$ref_key]:-}" ]; then
+        run_timed "$ft_timeout_s" "$log.reference" "${mpirun[@]}" --with-ft ulfm "$@" \
+            -np "$np" "$bin"
+        ft_reference[$ref_key]=$(ft_fingerprint "$log.reference")
+    fi
+    local reference=${ft_reference[$ref_key]}
+    if [ -z "$reference" ]; then
+        fail "$name" "the failure-free reference run did not finish" "$log.reference"
+        return
+    fi
+    marks=$(mktemp -d)
+    local args=(--kill-marks "$marks")
+    for k in $kills; do args+=(--kill "$k"); done
+    local rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm "$@" -np "$np" "$bin" "${args[@]}"
+    rm -rf "$marks"
+    local got
+    got=$(ft_fingerprint "$log")
+    if [ $timed_out = 1 ]; then
+        fail "$name" "HANG after ${ft_timeout_s}s (kills: $kills)" "$log"
+    elif [ "$got" != "$reference" ]; then
+        fail "$name" "final centroids ${got:-missing}, failure-free run gave $reference (exit $rc)" "$log"
+    elif [[ "$*" != *shrink* ]] && ! grep -q "replacement starts" "$log"; then
+        fail "$name" "no replacement process ran" "$log"
+    else
+        pass "$name"
+    fi
+}
+ft_timeout_s=${OMPIRES_FT_TIMEOUT:-60}
+
+echo "== coll/ftrabit fault tolerance (FTR_* API), real SIGKILL (timeout ${ft_timeout_s}s each)"
+ft kill-rank1-after-checkpoint 4 "1:7"
+ft kill-rank0-before-first-checkpoint 4 "0:3"
+ft kill-after-allreduce 4 "2:8:after-allreduce"
+ft kill-before-bcast 4 "3:12:before-bcast"
+ft kill-before-checkpoint 4 "1:9:before-checkpoint"
+ft kill-two-adjacent-at-once 4 "1:7 2:7"
+ft kill-same-rank-twice 4 "1:7 1:13"
+ft kill-rank0-after-checkpoint 4 "0:12"
+ft kill-rank0-and-its-neighbour-before-checkpoint 4 "0:9:before-checkpoint 1:9:before-checkpoint"
+ft kill-three-at-once-then-one-more 10 "0:7 4:7 9:7 1:8"
+ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
+
+echo "== clean exits after failures (Open MPI patch 0001, docs/finalize-after-failures.md)"
+for mode in three single continue; do
+    mpi "ft/finalize-after-kills/$mode" 4 pass test/mpi/ft_finalize_after_kills --with-ft ulfm \
+        -- "$mode" hold
+done
 
 echo "== installation and parameters"
 check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit

@@ -32,6 +32,13 @@ typedef struct {
     size_t bcast_pipeline_min_bytes;
     size_t bcast_segment_bytes;
 
+    /* Read by libftrabit through MPI_T (the FTR_* API). */
+    int recovery;                  /* ftrabit_recovery_policy_t */
+    int recovery_timeout;          /* seconds; 0: forever */
+    int recovery_fallback;         /* shrink or abort, same values as `recovery` */
+    int local_replicas;
+    int result_replicas;
+
     /* Counters exported as MPI_T performance variables. */
     unsigned long allreduce_calls;
     unsigned long bcast_calls;

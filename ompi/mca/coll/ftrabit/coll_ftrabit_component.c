@@ -4,6 +4,8 @@
  */
 #include "ompi_config.h"
 
+#include <stdio.h>
+
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
@@ -48,6 +50,19 @@ static const mca_base_var_enum_value_t bcast_algorithms[] = {
     {FTRABIT_BCAST_AUTO, "auto"},
     {FTRABIT_BCAST_BINOMIAL, "binomial"},
     {FTRABIT_BCAST_PIPELINE, "pipeline"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t recovery_policies[] = {
+    {0, "respawn"},
+    {1, "shrink"},
+    {2, "abort"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t recovery_fallbacks[] = {
+    {1, "shrink"},
+    {2, "abort"},
     {0, NULL},
 };
 
@@ -135,6 +150,47 @@ static int ftrabit_register(void)
                   "element is sent per segment); must be greater than 0",
                   &c->bcast_segment_bytes);
 
+    c->recovery = 0;
+    register_enum("recovery",
+                  "What the FTR_* API (libftrabit) does when a process fails: respawn (start a "
+                  "replacement that takes the dead rank's place, reloads the last checkpoint "
+                  "and replays), shrink (continue with the survivors; communicator sizes "
+                  "change), abort (end the job with a message)",
+                  recovery_policies, &c->recovery);
+
+    c->recovery_timeout = 60;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "recovery_timeout",
+        "Respawn policy: seconds the survivors wait for replacements to start and join "
+        "before they give up and take coll_ftrabit_recovery_fallback (0: wait forever)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
+        &c->recovery_timeout);
+
+    c->recovery_fallback = 2;
+    register_enum("recovery_fallback",
+                  "Respawn policy: what happens when replacements cannot be started or do not "
+                  "join within coll_ftrabit_recovery_timeout: shrink (continue with the "
+                  "survivors; only possible when MPI_Comm_spawn returns an error) or abort "
+                  "(end the job with a message naming the missing ranks)",
+                  recovery_fallbacks, &c->recovery_fallback);
+
+    c->local_replicas = 2;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "local_replicas",
+        "FTR_Checkpoint: how many ring neighbours keep a copy of each rank's local state "
+        "(at least 1); a replacement recovers as long as one of them survives",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
+        &c->local_replicas);
+
+    c->result_replicas = 0;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "result_replicas",
+        "FTR_* collectives: how many ranks keep each result until the next checkpoint, to "
+        "serve ranks that replay (0: every rank; fewer bounds memory, but results are lost "
+        "if all their keepers fail together)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
+        &c->result_replicas);
+
     register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
                      &c->allreduce_calls);
     register_counter("bcast_calls", "Number of MPI_Bcast calls served by coll ftrabit",
@@ -154,6 +210,28 @@ static int ftrabit_open(void)
         opal_show_help("help-ompi-resilience.txt", "invalid-param", true,
                        "coll_ftrabit_bcast_segment_bytes", "0",
                        "The pipelined broadcast needs segments of at least one byte.",
+                       "coll ftrabit");
+        return OMPI_ERR_BAD_PARAM;
+    }
+    if (c->recovery_timeout < 0) {
+        char value[32];
+        snprintf(value, sizeof(value), "%d", c->recovery_timeout);
+        ompires_add_help_dir();
+        opal_show_help("help-ompi-resilience.txt", "invalid-param", true,
+                       "coll_ftrabit_recovery_timeout", value,
+                       "Use a number of seconds, or 0 to wait forever.", "coll ftrabit");
+        return OMPI_ERR_BAD_PARAM;
+    }
+    if (c->local_replicas < 1 || c->result_replicas < 0) {
+        char value[32];
+        int bad_local = c->local_replicas < 1;
+        snprintf(value, sizeof(value), "%d", bad_local ? c->local_replicas : c->result_replicas);
+        ompires_add_help_dir();
+        opal_show_help("help-ompi-resilience.txt", "invalid-param", true,
+                       bad_local ? "coll_ftrabit_local_replicas" : "coll_ftrabit_result_replicas",
+                       value,
+                       bad_local ? "At least one neighbour must keep a copy of each local checkpoint."
+                                 : "Use 0 for every rank, or a positive number of ranks.",
                        "coll ftrabit");
         return OMPI_ERR_BAD_PARAM;
     }

@@ -1,0 +1,239 @@
+/*
+ * ompi-resilience example: a Rabit-style fault-tolerant k-means trainer with the FTR_* API.
+ *
+ * The model (the centroids) is the global checkpoint; each rank's local state (how many
+ * points it moved in the last iteration) is its local checkpoint. If a process dies, the
+ * survivors start a replacement; it reloads the last checkpoint, replays the iterations
+ * since then (its collectives are served the results the others got) and the job ends
+ * with exactly the centroids of a run without failures.
+ *
+ * Usage: mpirun --with-ft ulfm -np 4 ./ftr_kmeans [options]
+ *   --iterations N     (default 30)     --checkpoint-every N (default 5)
+ *   --points N         per rank (20000) --clusters K (8)     --dims D (4)
+ *   --kill R:I[:WHERE]  kill original rank R (SIGKILL) at iteration I; WHERE is
+ *                       before-allreduce (default), after-allreduce, before-bcast or
+ *                       before-checkpoint. Repeatable.
+ *   --kill-marks DIR    each kill happens once: the dying process leaves a mark in DIR, so
+ *                       its replacement replaying that iteration does not die again, but a
+ *                       later kill of the same rank still happens. Without it, replacements
+ *                       never kill themselves.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftrabit.h"
+
+enum where { BEFORE_ALLREDUCE, AFTER_ALLREDUCE, BEFORE_BCAST, BEFORE_CHECKPOINT };
+static const char *where_names[] = {"before-allreduce", "after-allreduce", "before-bcast",
+                                    "before-checkpoint"};
+
+typedef struct {
+    int rank, iteration;
+    enum where where;
+} kill_t;
+
+static kill_t kills[64];
+static int nkills;
+static int is_replacement;
+
+static const char *kill_marks;
+
+/* True the first time this kill is reached in the whole job (see --kill-marks). */
+static int first_time(int i)
+{
+    char path[4096];
+    if (NULL == kill_marks) {
+        return !is_replacement;
+    }
+    snprintf(path, sizeof(path), "%s/kill-%d", kill_marks, i);
+    FILE *f = fopen(path, "wx"); /* fails if it exists */
+    if (NULL == f) {
+        return 0;
+    }
+    fclose(f);
+    return 1;
+}
+
+static void maybe_die(int rank, int iteration, enum where where)
+{
+    for (int i = 0; i < nkills; i++) {
+        if (kills[i].rank == rank && kills[i].iteration == iteration && kills[i].where == where
+            && first_time(i)) {
+            fprintf(stderr, "ftr_kmeans: rank %d killing itself at iteration %d (%s)\n", rank,
+                    iteration, where_names[where]);
+            fflush(stderr);
+            raise(SIGKILL);
+        }
+    }
+}
+
+static int parse_kill(const char *spec)
+{
+    char where[64] = "before-allreduce";
+    kill_t k;
+    if (nkills == 64 || sscanf(spec, "%d:%d:%63s", &k.rank, &k.iteration, where) < 2) {
+        return -1;
+    }
+    for (k.where = 0; k.where < 4 && strcmp(where, where_names[k.where]) != 0; k.where++) {
+    }
+    if (k.where == 4) {
+        return -1;
+    }
+    kills[nkills++] = k;
+    return 0;
+}
+
+static uint64_t next_random(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1DULL;
+}
+
+static double uniform(uint64_t *s)
+{
+    return (double) (next_random(s) >> 11) / (double) (1ULL << 53);
+}
+
+static uint64_t fingerprint(const void *v, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ ((const unsigned char *) v)[i]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+int main(int argc, char **argv)
+{
+    int iterations = 30, every = 5, n = 20000, clusters = 8, dims = 4;
+    MPI_Comm world, parent;
+    int rank, size, version;
+
+    FTR_Init(&argc, &argv, &world);
+    MPI_Comm_get_parent(&parent);
+    is_replacement = parent != MPI_COMM_NULL;
+    for (int i = 1; i < argc; i++) {
+        int ok = i + 1 < argc;
+        if (ok && !strcmp(argv[i], "--iterations")) iterations = atoi(argv[++i]);
+        else if (ok && !strcmp(argv[i], "--checkpoint-every")) every = atoi(argv[++i]);
+        else if (ok && !strcmp(argv[i], "--points")) n = atoi(argv[++i]);
+        else if (ok && !strcmp(argv[i], "--clusters")) clusters = atoi(argv[++i]);
+        else if (ok && !strcmp(argv[i], "--dims")) dims = atoi(argv[++i]);
+        else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i]) == 0;
+        else if (ok && !strcmp(argv[i], "--kill-marks")) kill_marks = argv[++i];
+        else ok = 0;
+        if (!ok) {
+            fprintf(stderr, "ftr_kmeans: bad argument '%s' (see the comment at the top of "
+                            "examples/ftr_kmeans.c)\n", argv[i]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    if (iterations < 1 || every < 1 || n < 1 || clusters < 1 || dims < 1) {
+        fprintf(stderr, "ftr_kmeans: every size must be positive\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+
+    /* This rank's shard: drawn from its rank, so a replacement has the same points. */
+    double *pts = malloc(sizeof(double) * (size_t) n * dims);
+    uint64_t centre_state = 12345, state = 0x9E3779B97F4A7C15ULL ^ (uint64_t) (rank + 1);
+    double *centres = malloc(sizeof(double) * (size_t) clusters * dims);
+    for (int c = 0; c < clusters * dims; c++) centres[c] = 100.0 * uniform(&centre_state);
+    for (int i = 0; i < n; i++) {
+        int c = (int) (next_random(&state) % (uint64_t) clusters);
+        for (int d = 0; d < dims; d++) {
+            pts[i * dims + d] = centres[c * dims + d] + 8.0 * (uniform(&state) - 0.5);
+        }
+    }
+
+    /* Global model: the iteration it belongs to, then the centroids. */
+    size_t model_len = 1 + (size_t) clusters * dims;
+    double *model = calloc(model_len, sizeof(double));
+    double *centroids = model + 1;
+    long moved = 0; /* local state: points that changed cluster in the last iteration */
+    int *assignment = calloc((size_t) n, sizeof(int));
+
+    /* Initialisation before the first checkpoint: kept for the job by call site. */
+    long total = n;
+    FTR_Allreduce_bootstrap(&total, 1, MPI_LONG, MPI_SUM, &world);
+    if (0 == rank) memcpy(centroids, pts, sizeof(double) * (size_t) clusters * dims);
+    FTR_Bcast_bootstrap(centroids, clusters * dims, MPI_DOUBLE, 0, &world);
+
+    FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, &moved, sizeof(moved), &version);
+    int start = (int) model[0];
+    if (0 == rank || is_replacement) {
+        printf("rank %d: %s at iteration %d (checkpoint version %d), %ld points in all\n", rank,
+               is_replacement ? "replacement starts" : "starts", start, version, total);
+        fflush(stdout);
+    }
+
+    int stride = dims + 1;
+    double *sums = malloc(sizeof(double) * (size_t) clusters * stride);
+    double t0 = MPI_Wtime();
+    for (int it = start; it < iterations; it++) {
+        memset(sums, 0, sizeof(double) * (size_t) clusters * stride);
+        moved = 0;
+        for (int i = 0; i < n; i++) {
+            int best = 0;
+            double best_d = INFINITY;
+            for (int c = 0; c < clusters; c++) {
+                double d = 0;
+                for (int k = 0; k < dims; k++) {
+                    double x = pts[i * dims + k] - centroids[c * dims + k];
+                    d += x * x;
+                }
+                if (d < best_d) {
+                    best_d = d;
+                    best = c;
+                }
+            }
+            moved += assignment[i] != best;
+            assignment[i] = best;
+            for (int k = 0; k < dims; k++) sums[best * stride + k] += pts[i * dims + k];
+            sums[best * stride + dims] += 1.0;
+        }
+        maybe_die(rank, it, BEFORE_ALLREDUCE);
+        FTR_Allreduce(sums, clusters * stride, MPI_DOUBLE, MPI_SUM, &world);
+        maybe_die(rank, it, AFTER_ALLREDUCE);
+        for (int c = 0; c < clusters; c++) {
+            double count = sums[c * stride + dims];
+            if (count > 0) {
+                for (int k = 0; k < dims; k++) centroids[c * dims + k] = sums[c * stride + k] / count;
+            }
+        }
+        /* Rank 0 decides whether to keep going (exercises FTR_Bcast). */
+        int keep_going = 1;
+        maybe_die(rank, it, BEFORE_BCAST);
+        FTR_Bcast(&keep_going, 1, MPI_INT, 0, &world);
+        model[0] = it + 1;
+        if ((it + 1) % every == 0) {
+            maybe_die(rank, it, BEFORE_CHECKPOINT);
+            FTR_Checkpoint(&world, model, sizeof(double) * model_len, &moved, sizeof(moved));
+        }
+    }
+    double elapsed = MPI_Wtime() - t0;
+
+    uint64_t fp = fingerprint(centroids, sizeof(double) * (size_t) clusters * dims);
+    MPI_Comm_rank(world, &rank);
+    if (0 == rank) {
+        printf("final centroids fingerprint %016llx after %d iterations on %d ranks (%.2f s)\n",
+               (unsigned long long) fp, iterations, size, elapsed);
+    }
+    fflush(stdout);
+    free(pts);
+    free(centres);
+    free(model);
+    free(assignment);
+    free(sums);
+    MPI_Comm_free(&world);
+    FTR_Finalize();
+    return 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * ompi-resilience: the public API of coll/ftrabit (libftrabit).
+ *
+ *   #include <ftrabit.h>      link with -lftrabit
+ *
+ * Rabit-style fault tolerance on ULFM: when a process dies, survivors replace it (or carry
+ * on without it), the replacement reloads the last in-memory checkpoint and replays, and
+ * the collectives it re-runs are served the exact results the others got. Run under
+ * `mpirun --with-ft ulfm`.
+ *
+ * All functions return MPI_SUCCESS or an MPI error code. Communicators are passed by
+ * pointer: recovery replaces *comm with the rebuilt communicator.
+ */
+#ifndef FTRABIT_H
+#define FTRABIT_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* libftrabit is built with hidden visibility: only this API is exported. */
+#if defined(__GNUC__)
+#define FTR_EXPORT __attribute__((visibility("default")))
+#else
+#define FTR_EXPORT
+#endif
+
+/* MPI_Init_thread if needed. *world: a dup of MPI_COMM_WORLD in an original process, or,
+ * in a replacement started by recovery, the rebuilt communicator in which it holds the
+ * rank of the process it replaces. Same size, same ranks. */
+FTR_EXPORT int FTR_Init(int *argc, char ***argv, MPI_Comm *world);
+FTR_EXPORT int FTR_Finalize(void);
+
+/* In place. While recovery is possible they never return a process-failure error: they
+ * recover (replacing *comm by the rebuilt communicator) and complete the operation. */
+FTR_EXPORT int FTR_Allreduce(void *buf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm *comm);
+FTR_EXPORT int FTR_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm *comm);
+
+/* Results kept for the job's life, keyed by call site and by how many times that call
+ * site ran in this process: for collectives before the first checkpoint. */
+#define FTR_Allreduce_bootstrap(buf, count, type, op, comm) \
+    FTR_Allreduce_bootstrap_at((buf), (count), (type), (op), (comm), __FILE__, __LINE__, __func__)
+#define FTR_Bcast_bootstrap(buf, count, type, root, comm) \
+    FTR_Bcast_bootstrap_at((buf), (count), (type), (root), (comm), __FILE__, __LINE__, __func__)
+FTR_EXPORT int FTR_Allreduce_bootstrap_at(void *buf, int count, MPI_Datatype type, MPI_Op op,
+                               MPI_Comm *comm, const char *file, int line, const char *func);
+FTR_EXPORT int FTR_Bcast_bootstrap_at(void *buf, int count, MPI_Datatype type, int root, MPI_Comm *comm,
+                           const char *file, int line, const char *func);
+
+/* Collective. `global` is identical on every rank; `local` is this rank's own state,
+ * replicated to ring neighbours. Commits a new version on every rank or on none. */
+FTR_EXPORT int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const void *local,
+                   size_t local_size);
+/* version 0: fresh start, buffers untouched. In a replacement: the last committed version,
+ * global from any survivor, local from a ring neighbour's replica. */
+FTR_EXPORT int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *local,
+                        size_t local_size, int *version);
+FTR_EXPORT int FTR_Version(MPI_Comm comm, int *version);
+
+/* For applications that call MPI_Allreduce/MPI_Bcast themselves: after one of them failed
+ * with MPIX_ERR_PROC_FAILED or MPIX_ERR_REVOKED, rebuild *comm (per coll_ftrabit_recovery)
+ * and carry the ftrabit state (sequence numbers, caches, checkpoints) over to it. */
+FTR_EXPORT int FTR_Comm_recover(MPI_Comm *comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FTRABIT_H */

@@ -1,0 +1,408 @@
+/*
+ * ompi-resilience: libftrabit, the FTR_* entry points and the collective path.
+ *
+ * Every FTR collective gets the next sequence number of its communicator. If the result
+ * of that number is already known (a replacement replaying, or a rank that was behind when
+ * a failure struck), the cached bytes are returned without communication. Otherwise the
+ * collective runs through MPI (coll/ftrabit's deterministic algorithms when loaded); a
+ * process failure leads to recovery and a retry, from a copy of the input, so the
+ * application never sees the failure.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+#include <mpi-ext.h>
+
+#include "ftrabit.h"
+#include "ftrabit_internal.h"
+
+char *ftrabit_program;
+char **ftrabit_program_argv;
+
+void ftrabit_log(int level, const char *fmt, ...)
+{
+    if (ftrabit_settings.verbose < level) {
+        return;
+    }
+    int rank = -1;
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[ftrabit pid %d world rank %d] ", (int) getpid(), rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int ftrabit_is_process_failure(int err)
+{
+    int cls = err;
+    if (MPI_SUCCESS != err) {
+        MPI_Error_class(err, &cls);
+    }
+    return MPIX_ERR_PROC_FAILED == cls || MPIX_ERR_PROC_FAILED_PENDING == cls
+        || MPIX_ERR_REVOKED == cls;
+}
+
+/* Remember how this program was started: replacements are started the same way. */
+static void ftrabit_remember_program(int *argc, char ***argv)
+{
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    int nargs = (argc && argv && *argv) ? *argc - 1 : 0;
+
+    if (n > 0) {
+        path[n] = '\0';
+        ftrabit_program = strdup(path);
+    } else if (argc && argv && *argv && (*argv)[0]) {
+        ftrabit_program = strdup((*argv)[0]);
+    }
+    ftrabit_program_argv = calloc((size_t) (nargs > 0 ? nargs : 0) + 1, sizeof(char *));
+    for (int i = 0; i < nargs; i++) {
+        ftrabit_program_argv[i] = strdup((*argv)[i + 1]);
+    }
+}
+
+int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
+{
+    int initialized, provided, rank, size, err;
+    MPI_Comm parent;
+
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        err = MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+    }
+    ftrabit_read_settings();
+    ftrabit_remember_program(argc, argv);
+
+    MPI_Comm_get_parent(&parent);
+    if (MPI_COMM_NULL != parent) {
+        return ftrabit_join_as_replacement(parent, world);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    err = MPI_Comm_dup(MPI_COMM_WORLD, world);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
+    ftrabit_state_new(*world, rank, size);
+    return MPI_SUCCESS;
+}
+
+int FTR_Finalize(void)
+{
+    free(ftrabit_program);
+    ftrabit_program = NULL;
+    if (ftrabit_program_argv) {
+        for (char **a = ftrabit_program_argv; *a; a++) {
+            free(*a);
+        }
+        free(ftrabit_program_argv);
+        ftrabit_program_argv = NULL;
+    }
+    return MPI_Finalize();
+}
+
+/* ---- typed copies (the datatype may be non-contiguous) ----------------------------- */
+
+static int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
+{
+    MPI_Aint lb, extent;
+    int size;
+
+    MPI_Type_size(type, &size);
+    MPI_Type_get_true_extent(type, &lb, &extent);
+    *bytes = (size_t) size * (size_t) count;
+    return 0 == lb && (count <= 1 ? extent == size : (MPI_Aint) *bytes == (extent * count));
+}
+
+/* Pack `count` elements of `type` at buf into a new contiguous blob. */
+static int ftrabit_pack(const void *buf, int count, MPI_Datatype type, MPI_Comm comm,
+                        void **blob, size_t *len)
+{
+    int size, pos = 0;
+    if (ftrabit_is_contiguous(count, type, len)) {
+        *blob = malloc(*len ? *len : 1);
+        if (NULL == *blob) {
+            return MPI_ERR_NO_MEM;
+        }
+        memcpy(*blob, buf, *len);
+        return MPI_SUCCESS;
+    }
+    MPI_Pack_size(count, type, comm, &size);
+    *blob = malloc(size ? (size_t) size : 1);
+    if (NULL == *blob) {
+        return MPI_ERR_NO_MEM;
+    }
+    int err = MPI_Pack(buf, count, type, *blob, size, &pos, comm);
+    *len = (size_t) pos;
+    return err;
+}
+
+static int ftrabit_unpack(const void *blob, size_t len, void *buf, int count, MPI_Datatype type,
+                          MPI_Comm comm)
+{
+    size_t bytes;
+    int pos = 0;
+    if (ftrabit_is_contiguous(count, type, &bytes)) {
+        if (bytes != len) {
+            return MPI_ERR_TRUNCATE;
+        }
+        memcpy(buf, blob, len);
+        return MPI_SUCCESS;
+    }
+    return MPI_Unpack(blob, (int) len, &pos, buf, count, type, comm);
+}
+
+/* ---- the collective path ------------------------------------------------------------ */
+
+typedef struct {
+    int is_bcast;
+    int count;
+    MPI_Datatype type;
+    MPI_Op op;
+    int root;
+} ftrabit_call_t;
+
+static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const void *input, int rank,
+                            MPI_Comm comm)
+{
+    if (call->is_bcast) {
+        /* The root's buffer is only read, so a retry starts from the same data. */
+        (void) input;
+        (void) rank;
+        return MPI_Bcast(buf, call->count, call->type, call->root, comm);
+    }
+    return MPI_Allreduce(input, buf, call->count, call->type, call->op, comm);
+}
+
+/* Serve a cached result for `seq` if there is one; returns 1 if served. */
+static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, void *buf,
+                                const ftrabit_call_t *call, int *err)
+{
+    const void *data;
+    size_t len;
+
+    if (seq > st->served_until
+        || FTRABIT_CACHE_OK != ftrabit_cache_get(&st->results, seq, &data, &len)) {
+        return 0;
+    }
+    *err = ftrabit_unpack(data, len, buf, call->count, call->type, st->comm);
+    if (MPI_SUCCESS != *err) {
+        ftrabit_log(0, "the cached result of collective %llu has %zu bytes, but this call "
+                       "asks for a different size: was the replay different from the original run?",
+                    (unsigned long long) seq, len);
+        return 1;
+    }
+    st->completed_seq = seq;
+    return 1;
+}
+
+static void ftrabit_keep_result(ftrabit_state_t *st, uint64_t seq, const void *buf,
+                                const ftrabit_call_t *call)
+{
+    void *blob;
+    size_t len;
+
+    if (!ftrabit_cache_is_keeper(seq, st->orig_rank, st->orig_size,
+                                 ftrabit_settings.result_replicas)) {
+        return;
+    }
+    if (MPI_SUCCESS == ftrabit_pack(buf, call->count, call->type, st->comm, &blob, &len)) {
+        (void) ftrabit_cache_put(&st->results, seq, blob, len);
+        free(blob);
+    }
+}
+
+static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *comm)
+{
+    ftrabit_state_t *st = ftrabit_state_of(*comm);
+    int err, rank;
+
+    if (NULL == st) {
+        /* Not a communicator from FTR_Init or recovery: plain MPI, no fault tolerance. */
+        return call->is_bcast ? MPI_Bcast(buf, call->count, call->type, call->root, *comm)
+                              : MPI_Allreduce(MPI_IN_PLACE, buf, call->count, call->type,
+                                              call->op, *comm);
+    }
+    uint64_t seq = st->completed_seq + 1;
+    if (ftrabit_serve_cached(st, seq, buf, call, &err)) {
+        return err;
+    }
+
+    /* The input survives a failed attempt in this copy (an in-place allreduce that failed
+     * halfway leaves buf undefined). */
+    void *input = NULL, *input_alloc = NULL;
+    if (!call->is_bcast) {
+        MPI_Aint lb, extent, true_lb, true_extent;
+        MPI_Type_get_extent(call->type, &lb, &extent);
+        MPI_Type_get_true_extent(call->type, &true_lb, &true_extent);
+        size_t span = call->count > 0 ? (size_t) (true_extent + (call->count - 1) * extent) : 1;
+        input_alloc = malloc(span);
+        if (NULL == input_alloc) {
+            return MPI_ERR_NO_MEM;
+        }
+        input = (char *) input_alloc - true_lb;
+        err = MPI_Sendrecv(buf, call->count, call->type, 0, 0, input, call->count, call->type, 0,
+                           0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+        if (MPI_SUCCESS != err) {
+            free(input_alloc);
+            return err;
+        }
+    }
+
+    for (;;) {
+        MPI_Comm_rank(st->comm, &rank);
+        err = ftrabit_run_once(call, buf, input, rank, st->comm);
+        if (MPI_SUCCESS == err) {
+            ftrabit_keep_result(st, seq, buf, call);
+            st->completed_seq = seq;
+            break;
+        }
+        if (!ftrabit_is_process_failure(err)) {
+            break;
+        }
+        ftrabit_log(1, "collective %llu failed (%d): recovering", (unsigned long long) seq, err);
+        err = ftrabit_recover(st, comm);
+        if (MPI_SUCCESS != err) {
+            break;
+        }
+        if (ftrabit_serve_cached(st, seq, buf, call, &err)) {
+            break; /* someone completed it before the failure: take their result */
+        }
+    }
+    free(input_alloc);
+    return err;
+}
+
+int FTR_Allreduce(void *buf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm *comm)
+{
+    ftrabit_call_t call = {.is_bcast = 0, .count = count, .type = type, .op = op};
+    return ftrabit_collective(&call, buf, comm);
+}
+
+int FTR_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm *comm)
+{
+    ftrabit_call_t call = {.is_bcast = 1, .count = count, .type = type, .root = root};
+    return ftrabit_collective(&call, buf, comm);
+}
+
+int FTR_Version(MPI_Comm comm, int *version)
+{
+    ftrabit_state_t *st = ftrabit_state_of(comm);
+    if (NULL == st) {
+        return MPI_ERR_COMM;
+    }
+    *version = st->version;
+    return MPI_SUCCESS;
+}
+
+/* ---- bootstrap collectives ------------------------------------------------------------
+ * They are ordinary FTR collectives (they get a sequence number and are cached like the
+ * others), and their results are also kept for the job in the bootstrap table, stored as
+ * [seq, 8 bytes little-endian][result]. A process that runs a call site again (a
+ * replacement re-running its initialisation) is served from the table; the stored seq
+ * keeps its numbering aligned with the survivors', who counted that collective once. */
+
+static uint64_t ftrabit_op_id(MPI_Op op)
+{
+    /* Fortran handles of predefined ops are the same in every process; user ops get
+     * theirs in creation order, the same in every process of an SPMD program. */
+    return (uint64_t) (uint32_t) MPI_Op_c2f(op);
+}
+
+static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Comm *comm,
+                                  const char *file, int line, const char *func)
+{
+    ftrabit_state_t *st = ftrabit_state_of(*comm);
+    int type_size, err;
+    if (NULL == st) {
+        return ftrabit_collective(call, buf, comm);
+    }
+    MPI_Type_size(call->type, &type_size);
+    uint32_t occurrence = ftrabit_bootstrap_next_occurrence(&st->bootstrap, file, line, func);
+    ftrabit_bootstrap_signature_t sig = {
+        .kind = call->is_bcast ? 2 : 1,
+        .type_size = (uint64_t) type_size,
+        .count = (uint64_t) call->count,
+        .op_or_root = call->is_bcast ? (uint64_t) call->root : ftrabit_op_id(call->op),
+    }, stored;
+    const void *data;
+    size_t len;
+
+    int rc = ftrabit_bootstrap_get(&st->bootstrap, file, line, func, occurrence, &sig, &data,
+                                   &len, &stored);
+    if (FTRABIT_BOOTSTRAP_MISMATCH == rc) {
+        fprintf(stderr, "ftrabit: bootstrap %s at %s:%d (%s), run %u: called with %llu "
+                        "elements of %llu bytes (op/root %llu) but the original run used %llu "
+                        "elements of %llu bytes (op/root %llu)\n",
+                call->is_bcast ? "broadcast" : "allreduce", file, line, func, occurrence,
+                (unsigned long long) sig.count, (unsigned long long) sig.type_size,
+                (unsigned long long) sig.op_or_root, (unsigned long long) stored.count,
+                (unsigned long long) stored.type_size, (unsigned long long) stored.op_or_root);
+        return MPI_ERR_ARG;
+    }
+    if (FTRABIT_BOOTSTRAP_OK == rc && len >= 8) {
+        const unsigned char *p = data;
+        uint64_t seq = 0;
+        for (int i = 7; i >= 0; i--) {
+            seq = (seq << 8) | p[i];
+        }
+        err = ftrabit_unpack(p + 8, len - 8, buf, call->count, call->type, st->comm);
+        if (MPI_SUCCESS == err && st->completed_seq < seq) {
+            st->completed_seq = seq;
+        }
+        return err;
+    }
+
+    err = ftrabit_collective(call, buf, comm);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    void *blob;
+    size_t blen;
+    if (MPI_SUCCESS == ftrabit_pack(buf, call->count, call->type, st->comm, &blob, &blen)) {
+        unsigned char *entry = malloc(blen + 8);
+        if (entry) {
+            uint64_t seq = st->completed_seq;
+            for (int i = 0; i < 8; i++) {
+                entry[i] = (unsigned char) (seq >> (8 * i));
+            }
+            memcpy(entry + 8, blob, blen);
+            (void) ftrabit_bootstrap_put(&st->bootstrap, file, line, func, occurrence, &sig,
+                                         entry, blen + 8);
+            free(entry);
+        }
+        free(blob);
+    }
+    return MPI_SUCCESS;
+}
+
+int FTR_Allreduce_bootstrap_at(void *buf, int count, MPI_Datatype type, MPI_Op op,
+                               MPI_Comm *comm, const char *file, int line, const char *func)
+{
+    ftrabit_call_t call = {.is_bcast = 0, .count = count, .type = type, .op = op};
+    return ftrabit_bootstrap_call(&call, buf, comm, file, line, func);
+}
+
+int FTR_Bcast_bootstrap_at(void *buf, int count, MPI_Datatype type, int root, MPI_Comm *comm,
+                           const char *file, int line, const char *func)
+{
+    ftrabit_call_t call = {.is_bcast = 1, .count = count, .type = type, .root = root};
+    return ftrabit_bootstrap_call(&call, buf, comm, file, line, func);
+}

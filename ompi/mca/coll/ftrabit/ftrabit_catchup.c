@@ -1,0 +1,345 @@
+/*
+ * ompi-resilience: libftrabit catch-up after a rebuild.
+ *
+ * Every rank of the rebuilt communicator contributes one fixed-size record (sequence
+ * numbers, checkpoint version, which cached results it keeps); every rank computes the
+ * same plan from the same records (ftrabit_recovery.c) and the transfers run point to
+ * point. All sends are posted nonblocking first, so the order of the plan cannot deadlock.
+ * Afterwards every rank is at the plan's target sequence number: results it missed sit in
+ * its cache, and a replacement holds the checkpoint FTR_Load_checkpoint will hand out.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftrabit_internal.h"
+
+#define FTRABIT_TAG_BOOTSTRAP 7799
+#define FTRABIT_TAG_RESEED 7798
+#define FTRABIT_TAG_XFER_BASE 7800
+
+static void ftrabit_fill_record(const ftrabit_state_t *st, ftrabit_rank_state_t *rec)
+{
+    uint64_t lo = 1, hi = 0;
+
+    memset(rec, 0, sizeof(*rec));
+    rec->orig_rank = st->orig_rank;
+    rec->replacement = st->replacement;
+    rec->version = st->version;
+    rec->has_prev = 0; /* checkpoints commit on every rank or on none (FTR_Checkpoint) */
+    rec->ckpt_seq = st->ckpt_seq;
+    rec->completed_seq = st->completed_seq;
+    if (!st->replacement && ftrabit_cache_range(&st->results, &lo, &hi)) {
+        rec->cache_lo = lo;
+        rec->cache_hi = hi;
+    } else {
+        rec->cache_lo = 1;
+        rec->cache_hi = 0;
+    }
+}
+
+/* The bytes this rank sends for transfer `x`. */
+static int ftrabit_xfer_payload(const ftrabit_state_t *st, const ftrabit_transfer_t *x,
+                                int to_orig_rank, void **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    switch (x->kind) {
+    case FTRABIT_XFER_RESULTS:
+        *len = ftrabit_cache_pack(&st->results, x->lo, x->hi, NULL, 0);
+        *buf = malloc(*len ? *len : 1);
+        if (NULL == *buf) {
+            return MPI_ERR_NO_MEM;
+        }
+        ftrabit_cache_pack(&st->results, x->lo, x->hi, *buf, *len);
+        return MPI_SUCCESS;
+    case FTRABIT_XFER_GLOBAL:
+        if (x->version != st->version) {
+            return MPI_ERR_INTERN;
+        }
+        *buf = st->global;
+        *len = st->global_size;
+        return MPI_SUCCESS;
+    case FTRABIT_XFER_LOCAL:
+        for (int i = 0; i < st->nreplicas; i++) {
+            if (st->replicas[i].owner == to_orig_rank) {
+                *buf = st->replicas[i].data;
+                *len = st->replicas[i].size;
+                return MPI_SUCCESS;
+            }
+        }
+        return MPI_ERR_INTERN;
+    }
+    return MPI_ERR_INTERN;
+}
+
+/* Receive the bytes of transfer `x` (any size) and put them where they belong. */
+static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x, int tag)
+{
+    MPI_Message msg;
+    MPI_Status status;
+    int count, err;
+
+    err = MPI_Mprobe(x->from, tag, st->comm, &msg, &status);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    void *buf = malloc(count ? (size_t) count : 1);
+    if (NULL == buf) {
+        return MPI_ERR_NO_MEM;
+    }
+    err = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS != err) {
+        free(buf);
+        return err;
+    }
+    switch (x->kind) {
+    case FTRABIT_XFER_RESULTS:
+        if (FTRABIT_CACHE_OK != ftrabit_cache_unpack(&st->results, buf, (size_t) count)) {
+            err = MPI_ERR_INTERN;
+        }
+        free(buf);
+        return err;
+    case FTRABIT_XFER_GLOBAL:
+        free(st->global);
+        st->global = buf;
+        st->global_size = (size_t) count;
+        return MPI_SUCCESS;
+    case FTRABIT_XFER_LOCAL:
+        free(st->local);
+        st->local = buf;
+        st->local_size = (size_t) count;
+        return MPI_SUCCESS;
+    }
+    free(buf);
+    return MPI_ERR_INTERN;
+}
+
+static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
+                                   int size, int rank)
+{
+    int source = -1, err = MPI_SUCCESS;
+    for (int r = 0; r < size && source < 0; r++) {
+        if (!all[r].replacement) {
+            source = r;
+        }
+    }
+    if (source < 0) {
+        return MPI_SUCCESS;
+    }
+    if (rank == source) {
+        size_t len = ftrabit_bootstrap_pack(&st->bootstrap, NULL, 0);
+        void *buf = malloc(len ? len : 1);
+        if (NULL == buf) {
+            return MPI_ERR_NO_MEM;
+        }
+        ftrabit_bootstrap_pack(&st->bootstrap, buf, len);
+        for (int r = 0; r < size && MPI_SUCCESS == err; r++) {
+            if (all[r].replacement) {
+                err = MPI_Send(buf, (int) len, MPI_BYTE, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
+            }
+        }
+        free(buf);
+    } else if (all[rank].replacement) {
+        MPI_Message msg;
+        MPI_Status status;
+        int count;
+        err = MPI_Mprobe(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &msg, &status);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+        MPI_Get_count(&status, MPI_BYTE, &count);
+        void *buf = malloc(count ? (size_t) count : 1);
+        if (NULL == buf) {
+            return MPI_ERR_NO_MEM;
+        }
+        err = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        if (MPI_SUCCESS == err
+            && FTRABIT_BOOTSTRAP_OK != ftrabit_bootstrap_unpack(&st->bootstrap, buf, (size_t) count)) {
+            err = MPI_ERR_INTERN;
+        }
+        free(buf);
+    }
+    return err;
+}
+
+/* A replacement holds nobody's replica yet, but the planner of the next recovery will
+ * count on it holding those of its ring predecessors. Each rank sends its committed local
+ * checkpoint to the replacements among its `local_replicas` successors (a replacement that
+ * is itself a predecessor got its own local checkpoint back by now). Respawn only: rank
+ * and original rank are the same there. */
+static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
+                                   int size, int rank)
+{
+    int k = ftrabit_settings.local_replicas < size - 1 ? ftrabit_settings.local_replicas
+                                                        : size - 1;
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (k > 0 ? k : 1));
+    int nreqs = 0, err = MPI_SUCCESS;
+
+    if (NULL == reqs) {
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
+        int to = (rank + i) % size;
+        if (all[to].replacement) {
+            err = MPI_Isend(st->local, (int) st->local_size, MPI_BYTE, to, FTRABIT_TAG_RESEED,
+                            st->comm, &reqs[nreqs++]);
+        }
+    }
+    if (all[rank].replacement && MPI_SUCCESS == err) {
+        ftrabit_replica_t *replicas = calloc((size_t) (k > 0 ? k : 1), sizeof(*replicas));
+        int n = 0;
+        err = replicas ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+        for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
+            int from = (rank - i + size) % size;
+            MPI_Message msg;
+            MPI_Status status;
+            int count;
+            err = MPI_Mprobe(from, FTRABIT_TAG_RESEED, st->comm, &msg, &status);
+            if (MPI_SUCCESS != err) {
+                break;
+            }
+            MPI_Get_count(&status, MPI_BYTE, &count);
+            replicas[n].owner = from;
+            replicas[n].size = (size_t) count;
+            replicas[n].data = malloc(count ? (size_t) count : 1);
+            err = replicas[n].data
+                      ? MPI_Mrecv(replicas[n].data, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)
+                      : MPI_ERR_NO_MEM;
+            n++;
+        }
+        if (MPI_SUCCESS == err) {
+            ftrabit_replicas_replace(st, replicas, n);
+        } else {
+            ftrabit_replicas_free(replicas, n);
+        }
+    }
+    int send_err = MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE);
+    free(reqs);
+    return MPI_SUCCESS == err ? send_err : err;
+}
+
+static const char *ftrabit_plan_error(int rc)
+{
+    switch (rc) {
+    case FTRABIT_PLAN_LOST_RESULTS:
+        return "results needed by a recovering rank were kept only by processes that died "
+               "(raise coll_ftrabit_result_replicas)";
+    case FTRABIT_PLAN_LOST_CHECKPOINT:
+        return "the checkpoint of a replaced rank died with every rank holding a replica "
+               "(raise coll_ftrabit_local_replicas)";
+    case FTRABIT_PLAN_NOROOM:
+        return "too many transfers";
+    default:
+        return "inconsistent state records";
+    }
+}
+
+int ftrabit_catch_up(ftrabit_state_t *st)
+{
+    int size, rank, err;
+    MPI_Comm_size(st->comm, &size);
+    MPI_Comm_rank(st->comm, &rank);
+
+    ftrabit_rank_state_t mine, *all = malloc(sizeof(*all) * (size_t) size);
+    int max_xfers = 4 * size + 64;
+    ftrabit_plan_t plan = {
+        .restart_version = malloc(sizeof(int32_t) * (size_t) size),
+        .restart_seq = malloc(sizeof(uint64_t) * (size_t) size),
+        .xfers = malloc(sizeof(ftrabit_transfer_t) * (size_t) max_xfers),
+        .max_xfers = max_xfers,
+    };
+    int *orig = malloc(sizeof(int) * (size_t) size);
+    if (!all || !plan.restart_version || !plan.restart_seq || !plan.xfers || !orig) {
+        err = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    ftrabit_fill_record(st, &mine);
+    err = MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, st->comm);
+    if (MPI_SUCCESS != err) {
+        goto out;
+    }
+    int rc = ftrabit_plan_recovery(all, size, st->orig_size, ftrabit_settings.result_replicas,
+                                   ftrabit_settings.local_replicas, &plan);
+    if (FTRABIT_PLAN_OK != rc) {
+        fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+        err = MPI_ERR_OTHER;
+        goto out;
+    }
+    for (int r = 0; r < size; r++) {
+        orig[r] = all[r].orig_rank;
+    }
+
+    /* Post every send first. */
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (plan.nxfers + 1));
+    void **owned = calloc((size_t) plan.nxfers + 1, sizeof(void *));
+    int nreqs = 0;
+    for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
+        const ftrabit_transfer_t *x = &plan.xfers[i];
+        void *buf;
+        size_t len;
+        if (x->from != rank) {
+            continue;
+        }
+        err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
+        if (MPI_SUCCESS == err) {
+            if (FTRABIT_XFER_RESULTS == x->kind) {
+                owned[i] = buf;
+            }
+            err = MPI_Isend(buf, (int) len, MPI_BYTE, x->to, FTRABIT_TAG_XFER_BASE + i, st->comm,
+                            &reqs[nreqs++]);
+        }
+    }
+    for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
+        if (plan.xfers[i].to == rank) {
+            err = ftrabit_xfer_receive(st, &plan.xfers[i], FTRABIT_TAG_XFER_BASE + i);
+        }
+    }
+    int send_err = MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE);
+    if (MPI_SUCCESS == err) {
+        err = send_err;
+    }
+    for (int i = 0; i < plan.nxfers; i++) {
+        free(owned[i]);
+    }
+    free(owned);
+    free(reqs);
+    if (MPI_SUCCESS != err) {
+        goto out;
+    }
+
+    /* Replacements also get the bootstrap table, from the first rank that is not one. */
+    err = ftrabit_share_bootstrap(st, all, size, rank);
+    if (MPI_SUCCESS != err) {
+        goto out;
+    }
+    if (FTRABIT_RECOVER_RESPAWN == ftrabit_settings.policy) {
+        err = ftrabit_reseed_replicas(st, all, size, rank);
+        if (MPI_SUCCESS != err) {
+            goto out;
+        }
+    }
+
+    /* Everybody is at the target now. */
+    if (st->replacement && plan.restart_version[rank] >= 0) {
+        st->version = plan.restart_version[rank];
+        st->restart_version = st->version;
+        st->ckpt_seq = plan.restart_seq[rank];
+        st->completed_seq = plan.restart_seq[rank];
+    }
+    if (plan.target_seq > st->served_until) {
+        st->served_until = plan.target_seq;
+    }
+    st->replacement = 0; /* it holds a state now: its checkpoint and the results to replay */
+    ftrabit_log(1, "caught up: target seq %llu, %d transfers", (unsigned long long) plan.target_seq,
+                plan.nxfers);
+
+out:
+    free(all);
+    free(orig);
+    free(plan.restart_version);
+    free(plan.restart_seq);
+    free(plan.xfers);
+    return err;
+}

@@ -1,0 +1,176 @@
+/*
+ * ompi-resilience: libftrabit in-memory checkpoints.
+ *
+ * FTR_Checkpoint is a collective with its own sequence number. Each rank sends its local
+ * state to its `local_replicas` ring successors and receives its predecessors'; then one
+ * MPIX_Comm_agree decides whether every rank got everything. Only then does every rank
+ * commit the new version (global copy, own local copy, the replicas) and drop the cached
+ * results it no longer needs. If anything failed, no rank commits: recovery runs and the
+ * checkpoint is taken again. Because a version is committed everywhere or nowhere, a
+ * replacement never has to replay across a checkpoint.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+#include <mpi-ext.h>
+
+#include "ftrabit.h"
+#include "ftrabit_internal.h"
+
+#define FTRABIT_TAG_RING 7750
+
+void ftrabit_replicas_free(ftrabit_replica_t *replicas, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(replicas[i].data);
+    }
+    free(replicas);
+}
+
+void ftrabit_replicas_replace(ftrabit_state_t *st, ftrabit_replica_t *replicas, int n)
+{
+    ftrabit_replicas_free(st->replicas, st->nreplicas);
+    st->replicas = replicas;
+    st->nreplicas = n;
+}
+
+/* Ring exchange of local states: returns the predecessors' states in *received. */
+static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t local_size,
+                                 ftrabit_replica_t **received, int *nreceived)
+{
+    int size, rank, err = MPI_SUCCESS;
+    MPI_Comm_size(st->comm, &size);
+    MPI_Comm_rank(st->comm, &rank);
+    int k = ftrabit_settings.local_replicas < size - 1 ? ftrabit_settings.local_replicas : size - 1;
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (k > 0 ? k : 1));
+    ftrabit_replica_t *got = calloc((size_t) (k > 0 ? k : 1), sizeof(*got));
+    int nsent = 0, ngot = 0;
+
+    if (!reqs || !got) {
+        free(reqs);
+        free(got);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
+        err = MPI_Isend(local, (int) local_size, MPI_BYTE, (rank + i) % size, FTRABIT_TAG_RING,
+                        st->comm, &reqs[nsent++]);
+    }
+    for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
+        int from = (rank - i + size) % size, count;
+        MPI_Message msg;
+        MPI_Status status;
+        err = MPI_Mprobe(from, FTRABIT_TAG_RING, st->comm, &msg, &status);
+        if (MPI_SUCCESS != err) {
+            break;
+        }
+        MPI_Get_count(&status, MPI_BYTE, &count);
+        got[ngot].owner = from; /* ranks equal original ranks under respawn */
+        got[ngot].size = (size_t) count;
+        got[ngot].data = malloc(count ? (size_t) count : 1);
+        err = got[ngot].data ? MPI_Mrecv(got[ngot].data, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)
+                             : MPI_ERR_NO_MEM;
+        ngot++;
+    }
+    int send_err = MPI_Waitall(nsent, reqs, MPI_STATUSES_IGNORE);
+    free(reqs);
+    if (MPI_SUCCESS == err) {
+        err = send_err;
+    }
+    if (MPI_SUCCESS != err) {
+        ftrabit_replicas_free(got, ngot);
+        return err;
+    }
+    *received = got;
+    *nreceived = ngot;
+    return MPI_SUCCESS;
+}
+
+static void *ftrabit_dup_bytes(const void *src, size_t len)
+{
+    void *p = malloc(len ? len : 1);
+    if (p && len) {
+        memcpy(p, src, len);
+    }
+    return p;
+}
+
+static void ftrabit_commit(ftrabit_state_t *st, uint64_t seq, const void *global,
+                           size_t global_size, const void *local, size_t local_size,
+                           ftrabit_replica_t *replicas, int nreplicas)
+{
+    free(st->global);
+    free(st->local);
+    st->global = ftrabit_dup_bytes(global, global_size);
+    st->global_size = global_size;
+    st->local = ftrabit_dup_bytes(local, local_size);
+    st->local_size = local_size;
+    ftrabit_replicas_replace(st, replicas, nreplicas);
+    st->version++;
+    st->ckpt_seq = seq;
+    st->completed_seq = seq;
+    /* Nobody restarts before this version any more. */
+    ftrabit_cache_drop_through(&st->results, seq);
+}
+
+int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const void *local,
+                   size_t local_size)
+{
+    ftrabit_state_t *st = ftrabit_state_of(*comm);
+    if (NULL == st) {
+        return MPI_ERR_COMM;
+    }
+    if (global_size > (size_t) INT32_MAX || local_size > (size_t) INT32_MAX) {
+        fprintf(stderr, "ftrabit: FTR_Checkpoint of more than 2 GiB per buffer is not supported\n");
+        return MPI_ERR_COUNT;
+    }
+    uint64_t seq = st->completed_seq + 1;
+    for (;;) {
+        ftrabit_replica_t *received = NULL;
+        int nreceived = 0;
+        int err = ftrabit_ring_exchange(st, local, local_size, &received, &nreceived);
+        int flag = MPI_SUCCESS == err;
+        int agree_err = MPIX_Comm_agree(st->comm, &flag);
+        if (MPI_SUCCESS == agree_err && flag) {
+            ftrabit_commit(st, seq, global, global_size, local, local_size, received, nreceived);
+            ftrabit_log(2, "checkpoint version %d committed at seq %llu", st->version,
+                        (unsigned long long) seq);
+            return MPI_SUCCESS;
+        }
+        ftrabit_replicas_free(received, nreceived);
+        if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {
+            return err;
+        }
+        if (MPI_SUCCESS != agree_err && !ftrabit_is_process_failure(agree_err)) {
+            return agree_err;
+        }
+        err = ftrabit_recover(st, comm);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+    }
+}
+
+int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *local,
+                        size_t local_size, int *version)
+{
+    ftrabit_state_t *st = ftrabit_state_of(*comm);
+    if (NULL == st) {
+        return MPI_ERR_COMM;
+    }
+    *version = st->version;
+    if (0 == st->version) {
+        return MPI_SUCCESS; /* fresh start: buffers untouched */
+    }
+    if (st->global_size != global_size || st->local_size != local_size) {
+        fprintf(stderr, "ftrabit: FTR_Load_checkpoint with buffers of %zu and %zu bytes, but "
+                        "version %d was checkpointed with %zu and %zu bytes\n",
+                global_size, local_size, st->version, st->global_size, st->local_size);
+        return MPI_ERR_TRUNCATE;
+    }
+    memcpy(global, st->global, global_size);
+    memcpy(local, st->local, local_size);
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,100 @@
+/*
+ * ompi-resilience: libftrabit internals, shared by the files of the FTR_* implementation.
+ *
+ * One ftrabit_state_t follows each logical communicator the application uses through the
+ * API: it is attached to the current MPI communicator as an attribute, and recovery moves
+ * it to the rebuilt one. Sequence numbers count the collectives made through FTR_* calls
+ * (bootstrap ones included); the result of each is cached until the next checkpoint, so
+ * that ranks that are behind after a failure can be served the exact bytes.
+ */
+#ifndef FTRABIT_INTERNAL_H
+#define FTRABIT_INTERNAL_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "ftrabit_bootstrap.h"
+#include "ftrabit_cache.h"
+#include "ftrabit_recovery.h"
+
+typedef enum {
+    FTRABIT_RECOVER_RESPAWN = 0,
+    FTRABIT_RECOVER_SHRINK = 1,
+    FTRABIT_RECOVER_ABORT = 2,
+} ftrabit_recovery_policy_t;
+
+/* Settings, read once from coll/ftrabit's MCA parameters through MPI_T. */
+typedef struct {
+    ftrabit_recovery_policy_t policy;
+    int local_replicas;    /* ring neighbours holding each rank's local checkpoint */
+    int result_replicas;   /* ranks keeping each cached result (0: all) */
+    int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
+    ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
+    int verbose;
+} ftrabit_settings_t;
+
+extern ftrabit_settings_t ftrabit_settings;
+
+/* A replica of a ring predecessor's local checkpoint. */
+typedef struct {
+    int owner;             /* original rank of the owner */
+    size_t size;
+    void *data;
+} ftrabit_replica_t;
+
+typedef struct ftrabit_state {
+    MPI_Comm comm;             /* the communicator the application currently holds */
+    int orig_rank, orig_size;  /* identity in the original job (kept by respawn) */
+    uint64_t completed_seq;    /* last collective completed by this process */
+    uint64_t served_until;     /* results up to here are in the cache for replay */
+    ftrabit_cache_t results;   /* results since the last checkpoint, and replay results */
+    ftrabit_bootstrap_t bootstrap;
+
+    int version;               /* last committed checkpoint (0: none) */
+    uint64_t ckpt_seq;         /* seq of that checkpoint's FTR_Checkpoint call */
+    void *global;
+    size_t global_size;
+    void *local;
+    size_t local_size;
+    ftrabit_replica_t *replicas; /* of the `nreplicas` ring predecessors */
+    int nreplicas;
+
+    int replacement;           /* started by recovery; cleared once caught up */
+    int restart_version;       /* what FTR_Load_checkpoint hands a replacement */
+    int recoveries;            /* how many recoveries this process took part in */
+    double last_recovery_seconds;
+} ftrabit_state_t;
+
+/* Process-wide: the program and arguments a replacement is started with. */
+extern char *ftrabit_program;
+extern char **ftrabit_program_argv;
+
+ftrabit_state_t *ftrabit_state_of(MPI_Comm comm);
+ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size);
+void ftrabit_state_attach(ftrabit_state_t *st, MPI_Comm comm);
+void ftrabit_state_free(ftrabit_state_t *st);
+void ftrabit_read_settings(void);
+
+/* Is this error code one that recovery can handle? */
+int ftrabit_is_process_failure(int err);
+
+/* Rebuild st->comm after a failure and bring every rank to the same sequence number.
+ * On success *comm (the application's handle) is the rebuilt communicator. */
+int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm);
+/* In a replacement: join the survivors' rebuilt communicator and catch up. */
+int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world);
+
+/* The catch-up exchange over a rebuilt communicator (both sides). */
+int ftrabit_catch_up(ftrabit_state_t *st);
+
+/* Checkpoint storage (ftrabit_checkpoint.c). */
+int ftrabit_checkpoint_exchange(ftrabit_state_t *st, const void *global, size_t global_size,
+                                const void *local, size_t local_size);
+
+/* Replicas of ring predecessors' local checkpoints (ftrabit_checkpoint.c). */
+void ftrabit_replicas_free(ftrabit_replica_t *replicas, int n);
+void ftrabit_replicas_replace(ftrabit_state_t *st, ftrabit_replica_t *replicas, int n);
+
+void ftrabit_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

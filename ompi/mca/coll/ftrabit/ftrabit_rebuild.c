@@ -1,0 +1,335 @@
+/*
+ * ompi-resilience: libftrabit recovery: rebuilding a communicator after process failures.
+ *
+ * The first rank that sees a failure revokes the communicator, so every survivor's pending
+ * operation fails too and all of them come here. Survivors shrink (ULFM's agreement on the
+ * failed set happens inside MPIX_Comm_shrink), then, with the respawn policy, spawn one
+ * replacement per dead rank, merge with them and split back into the original rank order;
+ * with the shrink policy they simply carry on with fewer ranks. Then every rank takes part
+ * in the catch-up exchange. A failure during any of this starts the rebuild again.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+#include <mpi-ext.h>
+
+#include "ftrabit.h"
+#include "ftrabit_internal.h"
+
+#define FTRABIT_TAG_JOIN 7701
+#define FTRABIT_MAX_REBUILDS 16
+
+/* What a replacement learns from the survivors before it joins. */
+typedef struct {
+    int32_t orig_rank;
+    int32_t orig_size;
+} ftrabit_join_t;
+
+/* The original ranks alive in `shrunk`, sorted; returns the dead ones of 0..orig_size-1. */
+static int ftrabit_dead_ranks(const ftrabit_state_t *st, MPI_Comm shrunk, int **dead, int *ndead)
+{
+    int size, err;
+    MPI_Comm_size(shrunk, &size);
+    int *alive = malloc(sizeof(int) * (size_t) size);
+    char *is_alive = calloc((size_t) st->orig_size, 1);
+    *dead = malloc(sizeof(int) * (size_t) st->orig_size);
+    if (!alive || !is_alive || !*dead) {
+        free(alive);
+        free(is_alive);
+        free(*dead);
+        return MPI_ERR_NO_MEM;
+    }
+    err = MPI_Allgather(&st->orig_rank, 1, MPI_INT, alive, 1, MPI_INT, shrunk);
+    if (MPI_SUCCESS == err) {
+        for (int i = 0; i < size; i++) {
+            if (alive[i] >= 0 && alive[i] < st->orig_size) {
+                is_alive[alive[i]] = 1;
+            }
+        }
+        *ndead = 0;
+        for (int r = 0; r < st->orig_size; r++) {
+            if (!is_alive[r]) {
+                (*dead)[(*ndead)++] = r;
+            }
+        }
+    }
+    free(alive);
+    free(is_alive);
+    return err;
+}
+
+/* Survivors: start a replacement for each dead original rank and build the communicator
+ * in which everybody holds its original rank again. */
+static int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebuilt)
+{
+    int *dead = NULL, ndead = 0, err, rank;
+    MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+    MPI_Info info;
+
+    err = ftrabit_dead_ranks(st, shrunk, &dead, &ndead);
+    if (MPI_SUCCESS != err) {
+        free(dead);
+        return err;
+    }
+    if (0 == ndead) {
+        free(dead);
+        return MPI_Comm_dup(shrunk, rebuilt);
+    }
+    MPI_Comm_rank(shrunk, &rank);
+    ftrabit_log(1, "respawning %d process(es), first original rank %d", ndead, dead[0]);
+
+    MPI_Info_create(&info);
+    /* Replacements go where the dead ones were allowed to be: a full node must not stop
+     * them. */
+    MPI_Info_set(info, "map_by", ":OVERSUBSCRIBE");
+    int *errcodes = calloc((size_t) ndead, sizeof(int));
+    err = MPI_Comm_spawn(ftrabit_program, ftrabit_program_argv, ndead, info, 0, shrunk, &inter,
+                         errcodes);
+    MPI_Info_free(&info);
+    free(errcodes);
+    if (MPI_SUCCESS != err) {
+        free(dead);
+        return err;
+    }
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    if (0 == rank) {
+        for (int i = 0; i < ndead && MPI_SUCCESS == err; i++) {
+            ftrabit_join_t join = {.orig_rank = dead[i], .orig_size = st->orig_size};
+            err = MPI_Send(&join, sizeof(join), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
+        }
+    }
+    free(dead);
+    if (MPI_SUCCESS == err) {
+        err = MPI_Intercomm_merge(inter, 0, &merged);
+    }
+    if (MPI_SUCCESS == err) {
+        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+        err = MPI_Comm_split(merged, 0, st->orig_rank, rebuilt);
+    }
+    if (MPI_COMM_NULL != merged) {
+        MPI_Comm_free(&merged);
+    }
+    MPI_Comm_free(&inter);
+    return err;
+}
+
+int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
+{
+    ftrabit_join_t join;
+    MPI_Comm merged;
+    int err;
+
+    MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+    err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS == err) {
+        err = MPI_Intercomm_merge(parent, 1, &merged);
+    }
+    if (MPI_SUCCESS == err) {
+        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+        err = MPI_Comm_split(merged, 0, join.orig_rank, world);
+        MPI_Comm_free(&merged);
+    }
+    if (MPI_SUCCESS != err) {
+        fprintf(stderr, "ftrabit: this replacement process could not join the survivors "
+                        "(error %d); exiting\n", err);
+        MPI_Abort(MPI_COMM_SELF, 1);
+        return err;
+    }
+    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
+    ftrabit_state_t *st = ftrabit_state_new(*world, join.orig_rank, join.orig_size);
+    if (NULL == st) {
+        return MPI_ERR_NO_MEM;
+    }
+    st->replacement = 1;
+    ftrabit_log(1, "replacement for original rank %d joined", join.orig_rank);
+    err = ftrabit_catch_up(st);
+    *world = st->comm;
+    return err;
+}
+
+static void ftrabit_abort_policy(const ftrabit_state_t *st)
+{
+    fprintf(stderr, "ftrabit: a process failed and coll_ftrabit_recovery is 'abort': "
+                    "ending the job (original rank %d)\n", st->orig_rank);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* ---- the recovery watchdog ------------------------------------------------------------
+ * MPI_Comm_spawn and the merge that follows block until the replacements run MPI_Init and
+ * join; nothing in MPI can cancel them. A thread waits for the rebuild to finish and, if
+ * coll_ftrabit_recovery_timeout passes first, ends the job with a message instead of
+ * letting it hang. */
+static pthread_mutex_t ftrabit_watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ftrabit_watchdog_cond = PTHREAD_COND_INITIALIZER;
+static int ftrabit_watchdog_done;
+
+typedef struct {
+    int seconds;
+    int orig_rank;
+} ftrabit_watchdog_arg_t;
+
+static void *ftrabit_watchdog_main(void *p)
+{
+    ftrabit_watchdog_arg_t arg = *(ftrabit_watchdog_arg_t *) p;
+    struct timespec deadline;
+    int expired = 0;
+
+    free(p);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += arg.seconds;
+    pthread_mutex_lock(&ftrabit_watchdog_lock);
+    while (!ftrabit_watchdog_done && !expired) {
+        expired = ETIMEDOUT == pthread_cond_timedwait(&ftrabit_watchdog_cond,
+                                                      &ftrabit_watchdog_lock, &deadline);
+    }
+    pthread_mutex_unlock(&ftrabit_watchdog_lock);
+    if (expired && !ftrabit_watchdog_done) {
+        fprintf(stderr, "ftrabit: recovery did not finish within coll_ftrabit_recovery_timeout "
+                        "(%d s): the replacement process(es) never joined (original rank %d "
+                        "waiting). Ending the job.\n", arg.seconds, arg.orig_rank);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return NULL;
+}
+
+static int ftrabit_watchdog_arm(const ftrabit_state_t *st, pthread_t *thread)
+{
+    ftrabit_watchdog_arg_t *arg;
+
+    if (ftrabit_settings.recovery_timeout <= 0
+        || NULL == (arg = malloc(sizeof(*arg)))) {
+        return 0;
+    }
+    arg->seconds = ftrabit_settings.recovery_timeout;
+    arg->orig_rank = st->orig_rank;
+    ftrabit_watchdog_done = 0;
+    if (0 != pthread_create(thread, NULL, ftrabit_watchdog_main, arg)) {
+        free(arg);
+        return 0;
+    }
+    return 1;
+}
+
+static void ftrabit_watchdog_disarm(pthread_t thread)
+{
+    pthread_mutex_lock(&ftrabit_watchdog_lock);
+    ftrabit_watchdog_done = 1;
+    pthread_cond_signal(&ftrabit_watchdog_cond);
+    pthread_mutex_unlock(&ftrabit_watchdog_lock);
+    pthread_join(thread, NULL);
+}
+
+/* Shrink: ranks are renumbered among the survivors. Done after the catch-up, whose plan
+ * needs the identities under which results were kept. */
+static void ftrabit_adopt_shrunk_numbering(ftrabit_state_t *st)
+{
+    MPI_Comm_rank(st->comm, &st->orig_rank);
+    MPI_Comm_size(st->comm, &st->orig_size);
+}
+
+/* One rebuild of `current`: the new communicator in *rebuilt. */
+static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking,
+                           MPI_Comm *rebuilt)
+{
+    MPI_Comm shrunk = MPI_COMM_NULL;
+    int err;
+
+    MPIX_Comm_revoke(current);
+    err = MPIX_Comm_shrink(current, &shrunk);
+    if (MPI_SUCCESS != err) {
+        ftrabit_log(0, "MPIX_Comm_shrink failed (%d)", err);
+        return err;
+    }
+    MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
+    if (*shrinking) {
+        *rebuilt = shrunk;
+        return MPI_SUCCESS;
+    }
+    err = ftrabit_respawn(st, shrunk, rebuilt);
+    if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)
+        && FTRABIT_RECOVER_SHRINK == ftrabit_settings.recovery_fallback) {
+        fprintf(stderr, "ftrabit: replacement processes could not be started (error %d); "
+                        "continuing with the survivors (coll_ftrabit_recovery_fallback=shrink)\n",
+                err);
+        ftrabit_settings.policy = FTRABIT_RECOVER_SHRINK;
+        *shrinking = 1;
+        *rebuilt = shrunk;
+        return MPI_SUCCESS;
+    }
+    MPI_Comm_free(&shrunk);
+    return err;
+}
+
+int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
+{
+    double start = MPI_Wtime();
+    MPI_Comm current = st->comm;
+    int err = MPI_ERR_OTHER;
+    int shrinking = FTRABIT_RECOVER_SHRINK == ftrabit_settings.policy;
+    pthread_t watchdog;
+    int watched = 0;
+
+    if (FTRABIT_RECOVER_ABORT == ftrabit_settings.policy) {
+        ftrabit_abort_policy(st);
+    }
+    if (!shrinking) {
+        watched = ftrabit_watchdog_arm(st, &watchdog);
+    }
+    for (int attempt = 0; attempt < FTRABIT_MAX_REBUILDS; attempt++) {
+        MPI_Comm rebuilt = MPI_COMM_NULL;
+
+        err = ftrabit_rebuild(st, current, &shrinking, &rebuilt);
+        if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {
+            break;
+        }
+        if (MPI_SUCCESS == err) {
+            MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
+            if (current != *comm) {
+                MPI_Comm_free(&current);
+            }
+            ftrabit_state_attach(st, rebuilt);
+            current = rebuilt;
+            err = ftrabit_catch_up(st);
+        }
+        if (MPI_SUCCESS == err || !ftrabit_is_process_failure(err)) {
+            break;
+        }
+        ftrabit_log(1, "another failure during recovery (%d); rebuilding again", err);
+    }
+    if (watched) {
+        ftrabit_watchdog_disarm(watchdog);
+    }
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (shrinking) {
+        ftrabit_adopt_shrunk_numbering(st);
+    }
+    MPI_Comm old = *comm;
+    *comm = st->comm;
+    if (old != st->comm) {
+        MPI_Comm_free(&old);
+    }
+    st->recoveries++;
+    st->last_recovery_seconds = MPI_Wtime() - start;
+    ftrabit_log(1, "recovered in %.3f s", st->last_recovery_seconds);
+    return MPI_SUCCESS;
+}
+
+int FTR_Comm_recover(MPI_Comm *comm)
+{
+    ftrabit_state_t *st = ftrabit_state_of(*comm);
+    if (NULL == st) {
+        fprintf(stderr, "ftrabit: FTR_Comm_recover needs a communicator from FTR_Init or from "
+                        "an earlier recovery\n");
+        return MPI_ERR_COMM;
+    }
+    return ftrabit_recover(st, comm);
+}

@@ -1,0 +1,117 @@
+/*
+ * ompi-resilience: libftrabit state: one record per logical communicator, attached to the
+ * current MPI communicator as an attribute; and the settings, read from coll/ftrabit's MCA
+ * parameters through MPI_T so that users set them the usual way (--mca coll_ftrabit_...).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftrabit_internal.h"
+
+ftrabit_settings_t ftrabit_settings = {
+    .policy = FTRABIT_RECOVER_RESPAWN,
+    .local_replicas = 2,
+    .result_replicas = 0,
+    .recovery_timeout = 60,
+    .recovery_fallback = FTRABIT_RECOVER_ABORT,
+    .verbose = 0,
+};
+
+static int ftrabit_keyval = MPI_KEYVAL_INVALID;
+
+ftrabit_state_t *ftrabit_state_of(MPI_Comm comm)
+{
+    ftrabit_state_t *st = NULL;
+    int found = 0;
+
+    if (MPI_KEYVAL_INVALID == ftrabit_keyval || MPI_COMM_NULL == comm) {
+        return NULL;
+    }
+    MPI_Comm_get_attr(comm, ftrabit_keyval, &st, &found);
+    return found ? st : NULL;
+}
+
+void ftrabit_state_attach(ftrabit_state_t *st, MPI_Comm comm)
+{
+    if (MPI_KEYVAL_INVALID == ftrabit_keyval) {
+        /* No copy function: a dup of an FTR communicator is a plain communicator. */
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &ftrabit_keyval,
+                               NULL);
+    }
+    st->comm = comm;
+    MPI_Comm_set_attr(comm, ftrabit_keyval, st);
+}
+
+ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
+{
+    ftrabit_state_t *st = calloc(1, sizeof(*st));
+    if (NULL == st) {
+        return NULL;
+    }
+    st->orig_rank = orig_rank;
+    st->orig_size = orig_size;
+    ftrabit_cache_init(&st->results);
+    ftrabit_bootstrap_init(&st->bootstrap);
+    st->restart_version = 0;
+    ftrabit_state_attach(st, comm);
+    return st;
+}
+
+void ftrabit_state_free(ftrabit_state_t *st)
+{
+    if (NULL == st) {
+        return;
+    }
+    ftrabit_cache_fini(&st->results);
+    ftrabit_bootstrap_fini(&st->bootstrap);
+    free(st->global);
+    free(st->local);
+    for (int i = 0; i < st->nreplicas; i++) {
+        free(st->replicas[i].data);
+    }
+    free(st->replicas);
+    free(st);
+}
+
+/* An int-valued control variable, or `fallback` when coll/ftrabit is not loaded. */
+static int ftrabit_read_int_cvar(const char *name, int fallback)
+{
+    int index, count, value = fallback;
+    MPI_T_cvar_handle handle;
+
+    if (MPI_SUCCESS != MPI_T_cvar_get_index(name, &index)) {
+        return fallback;
+    }
+    if (MPI_SUCCESS == MPI_T_cvar_handle_alloc(index, NULL, &handle, &count)) {
+        if (MPI_SUCCESS != MPI_T_cvar_read(handle, &value)) {
+            value = fallback;
+        }
+        MPI_T_cvar_handle_free(&handle);
+    }
+    return value;
+}
+
+void ftrabit_read_settings(void)
+{
+    int provided;
+    ftrabit_settings_t *s = &ftrabit_settings;
+
+    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
+        return;
+    }
+    s->policy = ftrabit_read_int_cvar("coll_ftrabit_recovery", s->policy);
+    s->local_replicas = ftrabit_read_int_cvar("coll_ftrabit_local_replicas", s->local_replicas);
+    s->result_replicas = ftrabit_read_int_cvar("coll_ftrabit_result_replicas", s->result_replicas);
+    s->recovery_timeout = ftrabit_read_int_cvar("coll_ftrabit_recovery_timeout",
+                                                s->recovery_timeout);
+    s->recovery_fallback = ftrabit_read_int_cvar("coll_ftrabit_recovery_fallback",
+                                                 s->recovery_fallback);
+    s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
+    MPI_T_finalize();
+    if (FTRABIT_RECOVER_SHRINK == s->policy) {
+        /* Which ranks keep a result is a function of rank and size, and shrinking renumbers
+         * the ranks: the survivors could no longer tell who holds what. Every rank keeps
+         * every result instead (the cache still empties at each checkpoint). */
+        s->result_replicas = 0;
+    }
+}

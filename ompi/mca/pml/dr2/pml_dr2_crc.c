@@ -1,0 +1,475 @@
+/*
+ * ompi-resilience: pml/dr2 CRC32C, portable and SSE4.2 (pure logic; see the header).
+ *
+ * Inside this file a CRC is the raw register: the public functions invert it on the way in
+ * and out, the implementations below never do. The register after bytes D from state s is
+ * then linear: crc(s, D) = shift(s, |D|) ^ crc(0, D), where shift(s, n) is the register
+ * after n zero bytes. That identity is what lets three streams run independently over
+ * consecutive blocks A, B, C and be joined afterwards:
+ *     crc(s, A B C) = shift(shift(crc(s, A), |B|) ^ crc(0, B), |C|) ^ crc(0, C)
+ * shift() over a fixed n is a 32x32 matrix over GF(2); we expand it into four 256-entry
+ * tables (one per byte of the register) so that applying it costs four loads.
+ */
+#include "pml_dr2_crc.h"
+
+#include <string.h>
+
+#if !defined(__GNUC__)
+#error "pml/dr2 needs a GNU C compatible compiler (constructor and target attributes)"
+#endif
+
+#if defined(__x86_64__)
+#define PML_DR2_CRC_HAVE_SSE42 1
+#include <cpuid.h>
+#include <nmmintrin.h>
+#endif /* PML_DR2_CRC_HAVE_SSE42 */
+
+#define CRC32C_POLY 0x82F63B78u /* Castagnoli, bit-reflected */
+
+/* Bytes per stream in the interleaved loops, tried in turn: a long block amortises the
+ * joins on big buffers, the shorter ones keep three streams busy down to a few hundred
+ * bytes, so that only a tail of less than 3 * 64 bytes runs on one stream. */
+#define CRC32C_LONG_BLOCK 8192
+#define CRC32C_SHORT_BLOCK 256
+#define CRC32C_TINY_BLOCK 64
+/* The fused copy checksums one cache line of each stream, then copies those lines. */
+#define CRC32C_COPY_CHUNK 64
+
+typedef uint32_t (*crc32c_update_fn_t)(uint32_t crc, const unsigned char *buf, size_t len);
+typedef uint32_t (*crc32c_copy_fn_t)(uint32_t crc, unsigned char *dst, const unsigned char *src,
+                                      size_t len);
+
+static struct {
+    pml_dr2_crc32c_impl_t impl;
+    crc32c_update_fn_t update;
+    crc32c_copy_fn_t copy;
+} crc32c_ops;
+
+/* slicing_table[k][b]: the register after byte b followed by k zero bytes, from state 0. */
+static uint32_t slicing_table[8][256];
+
+#ifdef PML_DR2_CRC_HAVE_SSE42
+/* shift(crc, n) for one n: byte[k][b] is the shift of b placed in byte k of the register,
+ * and the shift of a register is the XOR of the shifts of its four bytes. */
+typedef struct {
+    uint32_t byte[4][256];
+} crc32c_shift_table_t;
+
+static crc32c_shift_table_t shift_long;  /* n = CRC32C_LONG_BLOCK */
+static crc32c_shift_table_t shift_short; /* n = CRC32C_SHORT_BLOCK */
+static crc32c_shift_table_t shift_tiny;  /* n = CRC32C_TINY_BLOCK */
+#endif /* PML_DR2_CRC_HAVE_SSE42 */
+
+/* ---- byte order helpers ------------------------------------------------------------- */
+
+static inline int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+
+    memcpy(&first, &one, 1);
+    return first == 1; /* folded to a constant by the compiler */
+}
+
+static inline uint64_t byteswap64(uint64_t w)
+{
+    w = ((w & 0x00FF00FF00FF00FFull) << 8) | ((w >> 8) & 0x00FF00FF00FF00FFull);
+    w = ((w & 0x0000FFFF0000FFFFull) << 16) | ((w >> 16) & 0x0000FFFF0000FFFFull);
+    return (w << 32) | (w >> 32);
+}
+
+/* A CRC eats the first byte in memory first: give it the word in little-endian order. */
+static inline uint64_t native_to_le64(uint64_t w)
+{
+    return host_is_little_endian() ? w : byteswap64(w);
+}
+
+static inline uint64_t load64(const unsigned char *p)
+{
+    uint64_t w;
+
+    memcpy(&w, p, sizeof(w));
+    return w;
+}
+
+static inline void store64(unsigned char *p, uint64_t w)
+{
+    memcpy(p, &w, sizeof(w));
+}
+
+/* ---- portable: slicing-by-8 --------------------------------------------------------- */
+
+static inline uint32_t portable_byte(uint32_t crc, unsigned char b)
+{
+    return (crc >> 8) ^ slicing_table[0][(crc ^ b) & 0xFF];
+}
+
+/* `w` holds eight message bytes, the first one in its low byte. */
+static inline uint32_t portable_word(uint32_t crc, uint64_t w)
+{
+    w ^= crc;
+    return slicing_table[7][w & 0xFF] ^ slicing_table[6][(w >> 8) & 0xFF]
+           ^ slicing_table[5][(w >> 16) & 0xFF] ^ slicing_table[4][(w >> 24) & 0xFF]
+           ^ slicing_table[3][(w >> 32) & 0xFF] ^ slicing_table[2][(w >> 40) & 0xFF]
+           ^ slicing_table[1][(w >> 48) & 0xFF] ^ slicing_table[0][w >> 56];
+}
+
+static uint32_t portable_update(uint32_t crc, const unsigned char *p, size_t len)
+{
+    for (; len > 0 && ((uintptr_t) p & 7) != 0; len--) {
+        crc = portable_byte(crc, *p++);
+    }
+    for (; len >= 8; len -= 8, p += 8) {
+        crc = portable_word(crc, native_to_le64(load64(p)));
+    }
+    for (; len > 0; len--) {
+        crc = portable_byte(crc, *p++);
+    }
+    return crc;
+}
+
+static uint32_t portable_copy(uint32_t crc, unsigned char *dst, const unsigned char *src,
+                              size_t len)
+{
+    for (; len > 0 && ((uintptr_t) src & 7) != 0; len--) {
+        crc = portable_byte(crc, *dst++ = *src++);
+    }
+    for (; len >= 8; len -= 8, src += 8, dst += 8) {
+        uint64_t w = load64(src);
+
+        store64(dst, w);
+        crc = portable_word(crc, native_to_le64(w));
+    }
+    for (; len > 0; len--) {
+        crc = portable_byte(crc, *dst++ = *src++);
+    }
+    return crc;
+}
+
+/* ---- SSE4.2: the crc32 instruction -------------------------------------------------- */
+
+#ifdef PML_DR2_CRC_HAVE_SSE42
+
+#define SSE42_FN __attribute__((target("sse4.2")))
+#define SSE42_INLINE static inline __attribute__((always_inline, target("sse4.2")))
+
+static inline uint32_t shift_by_table(const crc32c_shift_table_t *t, uint32_t crc)
+{
+    return t->byte[0][crc & 0xFF] ^ t->byte[1][(crc >> 8) & 0xFF]
+           ^ t->byte[2][(crc >> 16) & 0xFF] ^ t->byte[3][crc >> 24];
+}
+
+/* One stream over src[0 .. len-1], copying to dst when `copy` (dst is not touched, and may
+ * be NULL, otherwise). `copy` is a constant at every call site, so the copying and the
+ * checking variants each compile without a branch. The tail takes 4, 2, 1 bytes at a time:
+ * each crc32 has a 3-cycle latency, and short buffers (headers) are mostly tail. */
+SSE42_INLINE uint32_t sse42_one_stream(uint32_t crc, unsigned char *dst,
+                                       const unsigned char *src, size_t len, int copy)
+{
+    uint64_t crc64 = crc;
+    size_t i = 0;
+
+    for (; len - i >= 8; i += 8) {
+        uint64_t w = load64(src + i);
+
+        if (copy) {
+            store64(dst + i, w);
+        }
+        crc64 = _mm_crc32_u64(crc64, w);
+    }
+    crc = (uint32_t) crc64;
+    if (len - i >= 4) {
+        uint32_t w;
+
+        memcpy(&w, src + i, 4);
+        if (copy) {
+            memcpy(dst + i, &w, 4);
+        }
+        crc = _mm_crc32_u32(crc, w);
+        i += 4;
+    }
+    if (len - i >= 2) {
+        uint16_t w;
+
+        memcpy(&w, src + i, 2);
+        if (copy) {
+            memcpy(dst + i, &w, 2);
+        }
+        crc = _mm_crc32_u16(crc, w);
+        i += 2;
+    }
+    if (len - i >= 1) {
+        if (copy) {
+            dst[i] = src[i];
+        }
+        crc = _mm_crc32_u8(crc, src[i]);
+    }
+    return crc;
+}
+
+/* From offset *done, consume as many blocks of 3 * `block` bytes as fit in len, three
+ * streams at a time, and advance *done. `block` is a constant at every call site and a
+ * multiple of CRC32C_COPY_CHUNK. */
+SSE42_INLINE uint32_t sse42_three_streams(uint32_t crc, unsigned char *dst,
+                                          const unsigned char *src, size_t len, size_t *done,
+                                          size_t block, const crc32c_shift_table_t *shift,
+                                          int copy)
+{
+    size_t at = *done;
+
+    for (; len - at >= 3 * block; at += 3 * block) {
+        const unsigned char *s = src + at;
+        uint64_t crc0 = crc, crc1 = 0, crc2 = 0;
+
+        for (size_t i = 0; i < block; i += CRC32C_COPY_CHUNK) {
+            for (size_t j = i; j < i + CRC32C_COPY_CHUNK; j += 8) {
+                crc0 = _mm_crc32_u64(crc0, load64(s + j));
+                crc1 = _mm_crc32_u64(crc1, load64(s + block + j));
+                crc2 = _mm_crc32_u64(crc2, load64(s + 2 * block + j));
+            }
+            if (copy) {
+                /* The chunks were just loaded into L1: copying them now with wide moves
+                 * beats storing each 8-byte word, once the buffers spill out of L1. */
+                unsigned char *d = dst + at;
+
+                memcpy(d + i, s + i, CRC32C_COPY_CHUNK);
+                memcpy(d + block + i, s + block + i, CRC32C_COPY_CHUNK);
+                memcpy(d + 2 * block + i, s + 2 * block + i, CRC32C_COPY_CHUNK);
+            }
+        }
+        crc = shift_by_table(shift, (uint32_t) crc0) ^ (uint32_t) crc1;
+        crc = shift_by_table(shift, crc) ^ (uint32_t) crc2;
+    }
+    *done = at;
+    return crc;
+}
+
+SSE42_INLINE uint32_t sse42_interleaved(uint32_t crc, unsigned char *dst,
+                                        const unsigned char *src, size_t len, int copy)
+{
+    size_t done = 0;
+
+    if (len >= 3 * CRC32C_TINY_BLOCK + 7) {
+        /* Align the source for the block loops: a load that straddles two cache lines
+         * costs more. Not worth it for the single stream of a short buffer. */
+        done = (8 - ((uintptr_t) src & 7)) & 7;
+        crc = sse42_one_stream(crc, dst, src, done, copy);
+        crc = sse42_three_streams(crc, dst, src, len, &done, CRC32C_LONG_BLOCK, &shift_long,
+                                  copy);
+        crc = sse42_three_streams(crc, dst, src, len, &done, CRC32C_SHORT_BLOCK, &shift_short,
+                                  copy);
+        crc = sse42_three_streams(crc, dst, src, len, &done, CRC32C_TINY_BLOCK, &shift_tiny,
+                                  copy);
+    }
+    return sse42_one_stream(crc, copy ? dst + done : NULL, src + done, len - done, copy);
+}
+
+static SSE42_FN uint32_t sse42_1way_update(uint32_t crc, const unsigned char *buf, size_t len)
+{
+    return sse42_one_stream(crc, NULL, buf, len, 0);
+}
+
+static SSE42_FN uint32_t sse42_1way_copy(uint32_t crc, unsigned char *dst,
+                                         const unsigned char *src, size_t len)
+{
+    return sse42_one_stream(crc, dst, src, len, 1);
+}
+
+static SSE42_FN uint32_t sse42_update(uint32_t crc, const unsigned char *buf, size_t len)
+{
+    return sse42_interleaved(crc, NULL, buf, len, 0);
+}
+
+static SSE42_FN uint32_t sse42_copy(uint32_t crc, unsigned char *dst, const unsigned char *src,
+                                    size_t len)
+{
+    return sse42_interleaved(crc, dst, src, len, 1);
+}
+
+static int cpu_has_sse42(void)
+{
+    unsigned int eax, ebx, ecx, edx;
+
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+        return 0;
+    }
+    return (ecx & bit_SSE4_2) != 0;
+}
+
+#endif /* PML_DR2_CRC_HAVE_SSE42 */
+
+/* ---- tables ------------------------------------------------------------------------- */
+
+#ifdef PML_DR2_CRC_HAVE_SSE42
+/* A linear map on 32-bit registers over GF(2): column i is the image of bit i. */
+typedef struct {
+    uint32_t col[32];
+} gf2_matrix_t;
+
+static uint32_t gf2_apply(const gf2_matrix_t *m, uint32_t vec)
+{
+    uint32_t sum = 0;
+
+    for (int i = 0; vec != 0; i++, vec >>= 1) {
+        if (vec & 1) {
+            sum ^= m->col[i];
+        }
+    }
+    return sum;
+}
+
+/* a then b: the map x -> b(a(x)). */
+static gf2_matrix_t gf2_compose(const gf2_matrix_t *a, const gf2_matrix_t *b)
+{
+    gf2_matrix_t r;
+
+    for (int i = 0; i < 32; i++) {
+        r.col[i] = gf2_apply(b, a->col[i]);
+    }
+    return r;
+}
+
+/* The register after `nbytes` zero bytes, as a matrix (square and multiply). */
+static gf2_matrix_t zeros_operator(size_t nbytes)
+{
+    gf2_matrix_t power, result;
+
+    /* One zero bit: shift right, reduce by the polynomial when bit 0 falls out. */
+    power.col[0] = CRC32C_POLY;
+    for (int i = 1; i < 32; i++) {
+        power.col[i] = 1u << (i - 1);
+    }
+    for (int i = 0; i < 3; i++) { /* 1 -> 2 -> 4 -> 8 bits */
+        power = gf2_compose(&power, &power);
+    }
+    for (int i = 0; i < 32; i++) {
+        result.col[i] = 1u << i;
+    }
+    for (; nbytes != 0; nbytes >>= 1) {
+        if (nbytes & 1) {
+            result = gf2_compose(&result, &power);
+        }
+        power = gf2_compose(&power, &power);
+    }
+    return result;
+}
+
+static void shift_table_init(crc32c_shift_table_t *table, size_t nbytes)
+{
+    gf2_matrix_t op = zeros_operator(nbytes);
+
+    for (int k = 0; k < 4; k++) {
+        for (uint32_t b = 0; b < 256; b++) {
+            table->byte[k][b] = gf2_apply(&op, b << (8 * k));
+        }
+    }
+}
+#endif /* PML_DR2_CRC_HAVE_SSE42 */
+
+static void slicing_table_init(void)
+{
+    for (uint32_t b = 0; b < 256; b++) {
+        uint32_t crc = b;
+
+        for (int bit = 0; bit < 8; bit++) {
+            crc = (crc & 1) ? (crc >> 1) ^ CRC32C_POLY : crc >> 1;
+        }
+        slicing_table[0][b] = crc;
+    }
+    for (int k = 1; k < 8; k++) {
+        for (int b = 0; b < 256; b++) {
+            uint32_t prev = slicing_table[k - 1][b];
+
+            slicing_table[k][b] = (prev >> 8) ^ slicing_table[0][prev & 0xFF];
+        }
+    }
+}
+
+/* ---- selection and the public entry points ------------------------------------------ */
+
+int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
+{
+    switch (impl) {
+    case PML_DR2_CRC32C_AUTO:
+#ifdef PML_DR2_CRC_HAVE_SSE42
+        if (cpu_has_sse42()) {
+            return pml_dr2_crc32c_select(PML_DR2_CRC32C_SSE42);
+        }
+#endif /* PML_DR2_CRC_HAVE_SSE42 */
+        return pml_dr2_crc32c_select(PML_DR2_CRC32C_PORTABLE);
+    case PML_DR2_CRC32C_PORTABLE:
+        crc32c_ops.update = portable_update;
+        crc32c_ops.copy = portable_copy;
+        break;
+#ifdef PML_DR2_CRC_HAVE_SSE42
+    case PML_DR2_CRC32C_SSE42_1WAY:
+        if (!cpu_has_sse42()) {
+            return -1;
+        }
+        crc32c_ops.update = sse42_1way_update;
+        crc32c_ops.copy = sse42_1way_copy;
+        break;
+    case PML_DR2_CRC32C_SSE42:
+        if (!cpu_has_sse42()) {
+            return -1;
+        }
+        crc32c_ops.update = sse42_update;
+        crc32c_ops.copy = sse42_copy;
+        break;
+#endif /* PML_DR2_CRC_HAVE_SSE42 */
+    default:
+        return -1;
+    }
+    crc32c_ops.impl = impl;
+    return 0;
+}
+
+pml_dr2_crc32c_impl_t pml_dr2_crc32c_selected(void)
+{
+    return crc32c_ops.impl;
+}
+
+const char *pml_dr2_crc32c_impl_name(pml_dr2_crc32c_impl_t impl)
+{
+    switch (impl) {
+    case PML_DR2_CRC32C_AUTO:
+        return "auto";
+    case PML_DR2_CRC32C_PORTABLE:
+        return "portable";
+    case PML_DR2_CRC32C_SSE42_1WAY:
+        return "sse42-1way";
+    case PML_DR2_CRC32C_SSE42:
+        return "sse42";
+    }
+    return "unknown";
+}
+
+/* Runs when the library (or the component) is loaded, before any thread can ask for a CRC:
+ * the tables are filled and the implementation chosen exactly once, with no lock on the
+ * data path and no "forgot to call init" failure mode. */
+static void __attribute__((constructor)) crc32c_load(void)
+{
+    slicing_table_init();
+#ifdef PML_DR2_CRC_HAVE_SSE42
+    shift_table_init(&shift_long, CRC32C_LONG_BLOCK);
+    shift_table_init(&shift_short, CRC32C_SHORT_BLOCK);
+    shift_table_init(&shift_tiny, CRC32C_TINY_BLOCK);
+#endif /* PML_DR2_CRC_HAVE_SSE42 */
+    (void) pml_dr2_crc32c_select(PML_DR2_CRC32C_AUTO);
+}
+
+uint32_t pml_dr2_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    if (len == 0) {
+        return crc;
+    }
+    return ~crc32c_ops.update(~crc, buf, len);
+}
+
+uint32_t pml_dr2_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+    if (len == 0) {
+        return crc;
+    }
+    return ~crc32c_ops.copy(~crc, dst, src, len);
+}

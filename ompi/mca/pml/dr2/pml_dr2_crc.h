@@ -1,0 +1,56 @@
+/*
+ * ompi-resilience: pml/dr2 CRC32C (Castagnoli).
+ *
+ * Pure logic, no MPI. Every dr2 fragment carries CRC32C checksums (see pml_dr2_hdr.h), so
+ * the checksum sits on the data path of every byte sent: it has to run at memory speed and
+ * be fused with the copy that packs or unpacks the data, so that the data is read once.
+ *
+ * Two implementations, chosen once at load time from cpuid:
+ *  - portable: slicing-by-8 tables (any CPU, either byte order);
+ *  - sse42: the SSE4.2 `crc32` instruction on three interleaved streams (its latency is
+ *    three times its throughput), the three partial CRCs combined by shifting them over
+ *    the following bytes with precomputed tables (no carry-less multiply needed).
+ * Both compute the same function; pml_dr2_crc32c_select() forces one (tests, benchmarks).
+ *
+ * Conventions are those of zlib's crc32(): the CRC register is preset to ~0 and inverted
+ * at the end inside every call, so the value a call returns is the standard CRC32C of the
+ * bytes seen so far and is what the next call takes to continue:
+ *
+ *     uint32_t crc = pml_dr2_crc32c(PML_DR2_CRC32C_INIT, a, alen);
+ *     crc = pml_dr2_crc32c(crc, b, blen);       == pml_dr2_crc32c(0, a||b, alen + blen)
+ *
+ * pml_dr2_crc32c(0, "123456789", 9) == 0xE3069283 (the standard check value).
+ */
+#ifndef PML_DR2_CRC_H
+#define PML_DR2_CRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The value to start a CRC with: the CRC of zero bytes. */
+#define PML_DR2_CRC32C_INIT 0u
+
+typedef enum {
+    PML_DR2_CRC32C_AUTO = 0,      /* the fastest this CPU supports (the default) */
+    PML_DR2_CRC32C_PORTABLE = 1,  /* slicing-by-8 tables */
+    PML_DR2_CRC32C_SSE42_1WAY = 2, /* crc32 instruction, one stream (benchmarks, tests) */
+    PML_DR2_CRC32C_SSE42 = 3,     /* crc32 instruction, three interleaved streams */
+} pml_dr2_crc32c_impl_t;
+
+/* Continue `crc` over `len` bytes at `buf` (buf may be NULL when len is 0). */
+uint32_t pml_dr2_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Copy `len` bytes from `src` to `dst` (which must not overlap) and continue `crc` over
+ * them, reading each byte of `src` once. Writes exactly dst[0 .. len-1]. */
+uint32_t pml_dr2_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+
+/* Use implementation `impl` from now on. Returns 0, or -1 (and changes nothing) if this
+ * CPU or build cannot run it. Not thread safe: call it only while no other thread
+ * computes a CRC (component open, tests). The AUTO choice is made at load time. */
+int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl);
+
+/* The implementation in use, and a short name for it ("portable", "sse42", ...). */
+pml_dr2_crc32c_impl_t pml_dr2_crc32c_selected(void);
+const char *pml_dr2_crc32c_impl_name(pml_dr2_crc32c_impl_t impl);
+
+#endif /* PML_DR2_CRC_H */

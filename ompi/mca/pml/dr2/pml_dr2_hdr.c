@@ -1,0 +1,423 @@
+/*
+ * ompi-resilience: pml/dr2 wire headers (pure logic; the layouts are in the header).
+ *
+ * Encoding and decoding share one field checker, so a sender can never produce a header
+ * its peer would reject, and the receiver's checks are exactly the documented ones.
+ */
+#include "pml_dr2_hdr.h"
+
+#include <string.h>
+
+#include "pml_dr2_crc.h"
+
+/* Common prefix. */
+#define OFF_TYPE 0
+#define OFF_FLAGS 1
+#define OFF_VERSION 2
+#define OFF_HDR_LEN 3
+#define OFF_HDR_CRC 4
+
+/* MATCH and RNDV. */
+#define MATCH_OFF_CTX 8
+#define MATCH_OFF_SRC 12
+#define MATCH_OFF_TAG 16
+#define MATCH_OFF_SEQ 20
+#define MATCH_OFF_FRAG_COUNT 22
+#define MATCH_OFF_RESERVED 23
+#define MATCH_OFF_VFRAG 24
+#define MATCH_OFF_FRAG_LEN 28
+#define MATCH_OFF_MSG_LEN 32
+#define MATCH_OFF_DATA_CRC 40
+
+/* FRAG. */
+#define FRAG_OFF_MSG_ID 8
+#define FRAG_OFF_VFRAG 12
+#define FRAG_OFF_FRAG_INDEX 16
+#define FRAG_OFF_FRAG_COUNT 17
+#define FRAG_OFF_RESERVED 18
+#define FRAG_OFF_FRAG_LEN 20
+#define FRAG_OFF_OFFSET 24
+#define FRAG_OFF_MSG_LEN 32
+#define FRAG_OFF_DATA_CRC 40
+
+/* ACK and NACK. */
+#define ACK_OFF_VFRAG 8
+#define ACK_OFF_MASK 12
+
+typedef struct {
+    uint8_t len;   /* header bytes on the wire */
+    uint8_t flags; /* flags the type may carry */
+} hdr_type_info_t;
+
+#define DATA_FLAGS (PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)
+
+static const hdr_type_info_t type_info[] = {
+    [PML_DR2_HDR_MATCH] = {PML_DR2_HDR_MATCH_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_SYNC},
+    [PML_DR2_HDR_RNDV] = {PML_DR2_HDR_MATCH_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_SYNC},
+    [PML_DR2_HDR_FRAG] = {PML_DR2_HDR_FRAG_LEN, DATA_FLAGS},
+    [PML_DR2_HDR_ACK] = {PML_DR2_HDR_ACK_LEN, PML_DR2_HDR_FLAG_MATCHED},
+    [PML_DR2_HDR_NACK] = {PML_DR2_HDR_ACK_LEN, 0},
+};
+
+static const hdr_type_info_t *type_lookup(int type)
+{
+    if (type < PML_DR2_HDR_MATCH || type > PML_DR2_HDR_NACK) {
+        return NULL;
+    }
+    return &type_info[type];
+}
+
+static int is_data_type(int type)
+{
+    return type == PML_DR2_HDR_MATCH || type == PML_DR2_HDR_RNDV || type == PML_DR2_HDR_FRAG;
+}
+
+size_t pml_dr2_hdr_size(int type)
+{
+    const hdr_type_info_t *info = type_lookup(type);
+
+    return info != NULL ? info->len : 0;
+}
+
+/* ---- little-endian fields ----------------------------------------------------------- */
+
+static inline void put_u16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char) v;
+    p[1] = (unsigned char) (v >> 8);
+}
+
+static inline void put_u32(unsigned char *p, uint32_t v)
+{
+    put_u16(p, (uint16_t) v);
+    put_u16(p + 2, (uint16_t) (v >> 16));
+}
+
+static inline void put_u64(unsigned char *p, uint64_t v)
+{
+    put_u32(p, (uint32_t) v);
+    put_u32(p + 4, (uint32_t) (v >> 32));
+}
+
+static inline uint16_t get_u16(const unsigned char *p)
+{
+    return (uint16_t) (p[0] | (p[1] << 8));
+}
+
+static inline uint32_t get_u32(const unsigned char *p)
+{
+    return get_u16(p) | ((uint32_t) get_u16(p + 2) << 16);
+}
+
+static inline uint64_t get_u64(const unsigned char *p)
+{
+    return get_u32(p) | ((uint64_t) get_u32(p + 4) << 32);
+}
+
+/* Two's complement on the wire, whatever the host does with out-of-range conversions. */
+static inline void put_i32(unsigned char *p, int32_t v)
+{
+    put_u32(p, (uint32_t) v);
+}
+
+static inline int32_t get_i32(const unsigned char *p)
+{
+    uint32_t u = get_u32(p);
+
+    return u <= INT32_MAX ? (int32_t) u : (int32_t) (u - 0x80000000u) - INT32_MAX - 1;
+}
+
+/* CRC32C of the hdr_len header bytes with the hdr_crc field taken as zero. Works on a copy
+ * so that the received buffer is never written. */
+static uint32_t header_crc(const unsigned char *p, size_t hdr_len)
+{
+    unsigned char copy[PML_DR2_HDR_MAX_LEN];
+
+    memcpy(copy, p, hdr_len);
+    put_u32(copy + OFF_HDR_CRC, 0);
+    return pml_dr2_crc32c(PML_DR2_CRC32C_INIT, copy, hdr_len);
+}
+
+/* ---- field checks, shared by encode and decode -------------------------------------- */
+
+/* A payload of `len` bytes at `offset` in a message of `msg_len` bytes. */
+static pml_dr2_hdr_status_t check_payload_range(uint32_t len, uint64_t offset,
+                                                uint64_t msg_len, uint32_t max_payload)
+{
+    if (len > max_payload) {
+        return PML_DR2_HDR_ERR_TOO_LONG;
+    }
+    if (offset > UINT64_MAX - len) {
+        return PML_DR2_HDR_ERR_OVERFLOW;
+    }
+    if (offset + len > msg_len) {
+        return PML_DR2_HDR_ERR_BOUNDS;
+    }
+    return PML_DR2_HDR_OK;
+}
+
+static pml_dr2_hdr_status_t check_fields(const pml_dr2_hdr_t *hdr, uint32_t max_payload)
+{
+    const hdr_type_info_t *info = type_lookup(hdr->type);
+
+    if (info == NULL) {
+        return PML_DR2_HDR_ERR_TYPE;
+    }
+    if ((hdr->flags & ~info->flags) != 0) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    switch (hdr->type) {
+    case PML_DR2_HDR_MATCH:
+    case PML_DR2_HDR_RNDV:
+        if (hdr->match.src < 0) {
+            return PML_DR2_HDR_ERR_RANK;
+        }
+        if (hdr->match.frag_count == 0
+            || hdr->match.frag_count > PML_DR2_MAX_FRAGS_PER_VFRAG) {
+            return PML_DR2_HDR_ERR_FRAG_COUNT;
+        }
+        return check_payload_range(hdr->frag_len, 0, hdr->match.msg_len, max_payload);
+    case PML_DR2_HDR_FRAG:
+        if (hdr->frag.frag_index >= PML_DR2_MAX_FRAGS_PER_VFRAG) {
+            return PML_DR2_HDR_ERR_FRAG_INDEX;
+        }
+        if (hdr->frag.frag_count == 0 || hdr->frag.frag_count > PML_DR2_MAX_FRAGS_PER_VFRAG
+            || hdr->frag.frag_index >= hdr->frag.frag_count) {
+            return PML_DR2_HDR_ERR_FRAG_COUNT;
+        }
+        if (hdr->frag_len == 0) {
+            return PML_DR2_HDR_ERR_EMPTY;
+        }
+        return check_payload_range(hdr->frag_len, hdr->frag.offset, hdr->frag.msg_len,
+                                   max_payload);
+    default: /* ACK, NACK */
+        return hdr->ack.mask == 0 ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
+    }
+}
+
+/* ---- encode ------------------------------------------------------------------------- */
+
+static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
+{
+    switch (hdr->type) {
+    case PML_DR2_HDR_MATCH:
+    case PML_DR2_HDR_RNDV:
+        put_u32(p + MATCH_OFF_CTX, hdr->match.ctx);
+        put_i32(p + MATCH_OFF_SRC, hdr->match.src);
+        put_i32(p + MATCH_OFF_TAG, hdr->match.tag);
+        put_u16(p + MATCH_OFF_SEQ, hdr->match.seq);
+        p[MATCH_OFF_FRAG_COUNT] = hdr->match.frag_count;
+        p[MATCH_OFF_RESERVED] = 0;
+        put_u32(p + MATCH_OFF_VFRAG, hdr->match.vfrag);
+        put_u32(p + MATCH_OFF_FRAG_LEN, hdr->frag_len);
+        put_u64(p + MATCH_OFF_MSG_LEN, hdr->match.msg_len);
+        put_u32(p + MATCH_OFF_DATA_CRC, hdr->data_crc);
+        break;
+    case PML_DR2_HDR_FRAG:
+        put_u32(p + FRAG_OFF_MSG_ID, hdr->frag.msg_id);
+        put_u32(p + FRAG_OFF_VFRAG, hdr->frag.vfrag);
+        p[FRAG_OFF_FRAG_INDEX] = hdr->frag.frag_index;
+        p[FRAG_OFF_FRAG_COUNT] = hdr->frag.frag_count;
+        put_u16(p + FRAG_OFF_RESERVED, 0);
+        put_u32(p + FRAG_OFF_FRAG_LEN, hdr->frag_len);
+        put_u64(p + FRAG_OFF_OFFSET, hdr->frag.offset);
+        put_u64(p + FRAG_OFF_MSG_LEN, hdr->frag.msg_len);
+        put_u32(p + FRAG_OFF_DATA_CRC, hdr->data_crc);
+        break;
+    default: /* ACK, NACK */
+        put_u32(p + ACK_OFF_VFRAG, hdr->ack.vfrag);
+        put_u64(p + ACK_OFF_MASK, hdr->ack.mask);
+        break;
+    }
+}
+
+size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
+{
+    unsigned char *p = buf;
+    size_t len = pml_dr2_hdr_size(hdr->type);
+
+    if (len == 0 || buf_len < len) {
+        return 0;
+    }
+    if (!is_data_type(hdr->type)) {
+        hdr->frag_len = 0;
+        hdr->data_crc = 0;
+    }
+    if (check_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
+        return 0;
+    }
+    hdr->hdr_len = (uint8_t) len;
+    p[OFF_TYPE] = hdr->type;
+    p[OFF_FLAGS] = hdr->flags;
+    p[OFF_VERSION] = PML_DR2_HDR_VERSION;
+    p[OFF_HDR_LEN] = hdr->hdr_len;
+    encode_body(hdr, p);
+    put_u32(p + OFF_HDR_CRC, header_crc(p, len));
+    return len;
+}
+
+size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const void *payload,
+                        uint32_t payload_len)
+{
+    size_t len = pml_dr2_hdr_size(hdr->type);
+
+    if (!is_data_type(hdr->type) || buf_len < len || payload_len > buf_len - len) {
+        return 0;
+    }
+    hdr->frag_len = payload_len;
+    if (check_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
+        return 0;
+    }
+    hdr->data_crc = pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, (unsigned char *) buf + len,
+                                        payload, payload_len);
+    return pml_dr2_hdr_encode(hdr, buf, buf_len) + payload_len;
+}
+
+/* ---- decode ------------------------------------------------------------------------- */
+
+/* Type, version, length and header checksum: after this, the header bytes are the ones
+ * the sender wrote, and buf holds all of them. */
+static pml_dr2_hdr_status_t decode_common(const unsigned char *p, size_t buf_len,
+                                          pml_dr2_hdr_t *hdr)
+{
+    const hdr_type_info_t *info;
+
+    if (buf_len < PML_DR2_HDR_COMMON_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    /* The version first: another version may define other types and lengths. */
+    if (p[OFF_VERSION] != PML_DR2_HDR_VERSION) {
+        return PML_DR2_HDR_ERR_VERSION;
+    }
+    info = type_lookup(p[OFF_TYPE]);
+    if (info == NULL) {
+        return PML_DR2_HDR_ERR_TYPE;
+    }
+    if (p[OFF_HDR_LEN] != info->len) {
+        return PML_DR2_HDR_ERR_HDR_LEN;
+    }
+    if (buf_len < info->len) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (get_u32(p + OFF_HDR_CRC) != header_crc(p, info->len)) {
+        return PML_DR2_HDR_ERR_HDR_CRC;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = p[OFF_TYPE];
+    hdr->flags = p[OFF_FLAGS];
+    hdr->hdr_len = info->len;
+    return PML_DR2_HDR_OK;
+}
+
+/* The type's own fields; reserved fields must be zero (room for later versions). */
+static pml_dr2_hdr_status_t decode_body(const unsigned char *p, pml_dr2_hdr_t *hdr)
+{
+    switch (hdr->type) {
+    case PML_DR2_HDR_MATCH:
+    case PML_DR2_HDR_RNDV:
+        if (p[MATCH_OFF_RESERVED] != 0) {
+            return PML_DR2_HDR_ERR_RESERVED;
+        }
+        hdr->match.ctx = get_u32(p + MATCH_OFF_CTX);
+        hdr->match.src = get_i32(p + MATCH_OFF_SRC);
+        hdr->match.tag = get_i32(p + MATCH_OFF_TAG);
+        hdr->match.seq = get_u16(p + MATCH_OFF_SEQ);
+        hdr->match.frag_count = p[MATCH_OFF_FRAG_COUNT];
+        hdr->match.vfrag = get_u32(p + MATCH_OFF_VFRAG);
+        hdr->frag_len = get_u32(p + MATCH_OFF_FRAG_LEN);
+        hdr->match.msg_len = get_u64(p + MATCH_OFF_MSG_LEN);
+        hdr->data_crc = get_u32(p + MATCH_OFF_DATA_CRC);
+        break;
+    case PML_DR2_HDR_FRAG:
+        if (get_u16(p + FRAG_OFF_RESERVED) != 0) {
+            return PML_DR2_HDR_ERR_RESERVED;
+        }
+        hdr->frag.msg_id = get_u32(p + FRAG_OFF_MSG_ID);
+        hdr->frag.vfrag = get_u32(p + FRAG_OFF_VFRAG);
+        hdr->frag.frag_index = p[FRAG_OFF_FRAG_INDEX];
+        hdr->frag.frag_count = p[FRAG_OFF_FRAG_COUNT];
+        hdr->frag_len = get_u32(p + FRAG_OFF_FRAG_LEN);
+        hdr->frag.offset = get_u64(p + FRAG_OFF_OFFSET);
+        hdr->frag.msg_len = get_u64(p + FRAG_OFF_MSG_LEN);
+        hdr->data_crc = get_u32(p + FRAG_OFF_DATA_CRC);
+        break;
+    default: /* ACK, NACK */
+        hdr->ack.vfrag = get_u32(p + ACK_OFF_VFRAG);
+        hdr->ack.mask = get_u64(p + ACK_OFF_MASK);
+        break;
+    }
+    return PML_DR2_HDR_OK;
+}
+
+pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
+                                               uint32_t max_payload, pml_dr2_hdr_t *hdr)
+{
+    const unsigned char *p = buf;
+    pml_dr2_hdr_status_t status;
+
+    if ((status = decode_common(p, buf_len, hdr)) != PML_DR2_HDR_OK
+        || (status = decode_body(p, hdr)) != PML_DR2_HDR_OK
+        || (status = check_fields(hdr, max_payload)) != PML_DR2_HDR_OK) {
+        return status;
+    }
+    /* buf_len >= hdr_len here: no underflow. */
+    if (hdr->frag_len > buf_len - hdr->hdr_len) {
+        return PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED;
+    }
+    return PML_DR2_HDR_OK;
+}
+
+pml_dr2_hdr_status_t pml_dr2_hdr_decode(const void *buf, size_t buf_len, uint32_t max_payload,
+                                        pml_dr2_hdr_t *hdr)
+{
+    pml_dr2_hdr_status_t status = pml_dr2_hdr_decode_header(buf, buf_len, max_payload, hdr);
+
+    if (status != PML_DR2_HDR_OK) {
+        return status;
+    }
+    /* Also for an empty payload: its data_crc must then be 0, the CRC of nothing. */
+    if (pml_dr2_crc32c(PML_DR2_CRC32C_INIT, (const unsigned char *) buf + hdr->hdr_len,
+                       hdr->frag_len)
+        != hdr->data_crc) {
+        return PML_DR2_HDR_ERR_DATA_CRC;
+    }
+    return PML_DR2_HDR_OK;
+}
+
+pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *buf, void *dst)
+{
+    uint32_t crc = pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, dst,
+                                       (const unsigned char *) buf + hdr->hdr_len,
+                                       hdr->frag_len);
+
+    return crc == hdr->data_crc ? PML_DR2_HDR_OK : PML_DR2_HDR_ERR_DATA_CRC;
+}
+
+const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status)
+{
+    static const char *const names[PML_DR2_HDR_NUM_STATUS] = {
+        [PML_DR2_HDR_OK] = "ok",
+        [PML_DR2_HDR_ERR_TRUNCATED] = "truncated",
+        [PML_DR2_HDR_ERR_VERSION] = "version",
+        [PML_DR2_HDR_ERR_TYPE] = "type",
+        [PML_DR2_HDR_ERR_HDR_LEN] = "hdr-len",
+        [PML_DR2_HDR_ERR_HDR_CRC] = "hdr-crc",
+        [PML_DR2_HDR_ERR_FLAGS] = "flags",
+        [PML_DR2_HDR_ERR_RESERVED] = "reserved",
+        [PML_DR2_HDR_ERR_RANK] = "rank",
+        [PML_DR2_HDR_ERR_FRAG_INDEX] = "frag-index",
+        [PML_DR2_HDR_ERR_FRAG_COUNT] = "frag-count",
+        [PML_DR2_HDR_ERR_EMPTY] = "empty",
+        [PML_DR2_HDR_ERR_MASK] = "mask",
+        [PML_DR2_HDR_ERR_TOO_LONG] = "too-long",
+        [PML_DR2_HDR_ERR_OVERFLOW] = "overflow",
+        [PML_DR2_HDR_ERR_BOUNDS] = "bounds",
+        [PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED] = "payload-truncated",
+        [PML_DR2_HDR_ERR_DATA_CRC] = "data-crc",
+    };
+
+    if ((unsigned) status >= PML_DR2_HDR_NUM_STATUS) {
+        return "unknown";
+    }
+    return names[status];
+}

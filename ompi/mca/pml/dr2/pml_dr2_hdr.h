@@ -1,0 +1,214 @@
+/*
+ * ompi-resilience: pml/dr2 wire headers.
+ *
+ * Pure logic, no MPI. Headers are encoded byte by byte, little-endian, at fixed offsets:
+ * never a struct cast over wire data, so the layout does not depend on the compiler, the
+ * host byte order or alignment, and nothing read off the wire is used before it is checked.
+ *
+ * Every header starts with the same 8 bytes:
+ *
+ *   off size field     meaning
+ *     0  u8   type     PML_DR2_HDR_MATCH .. PML_DR2_HDR_NACK
+ *     1  u8   flags    PML_DR2_HDR_FLAG_*; a flag not defined for the type is an error
+ *     2  u8   version  PML_DR2_HDR_VERSION
+ *     3  u8   hdr_len  header bytes, exactly pml_dr2_hdr_size(type)
+ *     4  u32  hdr_crc  CRC32C of the hdr_len header bytes, this field taken as zero
+ *
+ * The three data headers (MATCH, RNDV, FRAG) are followed by frag_len payload bytes and
+ * carry data_crc, the CRC32C of that payload. Since data_crc is inside the header, hdr_crc
+ * covers the header and, through data_crc, the payload: one bit changed anywhere in the
+ * fragment fails one of the two checks. Two checks rather than one CRC over header+payload
+ * because the receiver must trust the header (tag, offset, length) before it decides where
+ * the payload goes, and must be able to check the payload while it copies it there (fused
+ * copy+CRC, reading the data once). A corrupt payload then only ever lands in its own,
+ * checked, destination range: it is not marked received, and the resend overwrites it.
+ *
+ * MATCH: first fragment of an eager message (the whole message when it fits one fragment).
+ * RNDV:  rendezvous request, same layout; carries the first fragment of data (possibly
+ *        none); the rest is sent after the receiver answers with an ACK flagged MATCHED.
+ *
+ *   off size field       meaning
+ *     8  u32  ctx        communicator context id
+ *    12  i32  src        sender's rank in the communicator (>= 0)
+ *    16  i32  tag        (negative tags are Open MPI's internal collectives)
+ *    20  u16  seq        matching sequence per (communicator, peer); wraps, as in ob1
+ *    22  u8   frag_count fragments in this vfrag, 1..64 (this one is index 0)
+ *    23  u8   reserved   0
+ *    24  u32  vfrag      vfrag id (per peer); also the message id FRAGs refer to
+ *    28  u32  frag_len   payload bytes after the header
+ *    32  u64  msg_len    message length in bytes; frag_len <= msg_len
+ *    40  u32  data_crc   CRC32C of the payload
+ *    44                  (PML_DR2_HDR_MATCH_LEN)
+ *
+ * FRAG: any other fragment of a message, including fragments 1.. of the MATCH's own vfrag
+ * (then vfrag == msg_id). The receiver finds the message by (peer, msg_id), never through a
+ * pointer from the wire.
+ *
+ *     8  u32  msg_id     vfrag id of the message's MATCH or RNDV
+ *    12  u32  vfrag      vfrag id (per peer)
+ *    16  u8   frag_index index in the vfrag, 0..63, < frag_count
+ *    17  u8   frag_count fragments in this vfrag, 1..64
+ *    18  u16  reserved   0
+ *    20  u32  frag_len   payload bytes after the header, > 0
+ *    24  u64  offset     of the payload in the message
+ *    32  u64  msg_len    message length; offset + frag_len <= msg_len, without overflow
+ *    40  u32  data_crc   CRC32C of the payload
+ *    44                  (PML_DR2_HDR_FRAG_LEN)
+ *
+ * ACK: fragments of a vfrag received intact. NACK: fragments to resend (found corrupt or
+ * missing). Same layout, no payload. Both are idempotent (a lost one is recovered by the
+ * sender's timer, a duplicate is harmless), so several can be coalesced into one.
+ *
+ *     8  u32  vfrag      vfrag id (per peer, the receiver's peer being the sender)
+ *    12  u64  mask       bit i = fragment i; never 0
+ *    20                  (PML_DR2_HDR_ACK_LEN)
+ *
+ * An ACK flagged MATCHED for the vfrag of a RNDV (or of a MATCH flagged SYNC) also says
+ * the receiver matched the message: send the rest / the synchronous send is complete. It
+ * is idempotent like any ACK: a sender still waiting for it resends the RNDV (flagged
+ * RETRANSMIT) on its timer, and the receiver answers that duplicate with ACK|MATCHED once
+ * it has matched the message.
+ *
+ * Headers are packed back to back in one BTL segment: a decoded header tells its wire
+ * length (header + payload), where the next one would start.
+ */
+#ifndef PML_DR2_HDR_H
+#define PML_DR2_HDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PML_DR2_HDR_VERSION 1
+
+typedef enum {
+    PML_DR2_HDR_MATCH = 1,
+    PML_DR2_HDR_RNDV = 2,
+    PML_DR2_HDR_FRAG = 3,
+    PML_DR2_HDR_ACK = 4,
+    PML_DR2_HDR_NACK = 5,
+} pml_dr2_hdr_type_t;
+
+#define PML_DR2_HDR_COMMON_LEN 8
+#define PML_DR2_HDR_MATCH_LEN 44 /* MATCH and RNDV */
+#define PML_DR2_HDR_FRAG_LEN 44
+#define PML_DR2_HDR_ACK_LEN 20 /* ACK and NACK */
+#define PML_DR2_HDR_MAX_LEN 44
+
+/* Fragments per vfrag: one bit each in a 64-bit ACK mask. */
+#define PML_DR2_MAX_FRAGS_PER_VFRAG 64
+
+/* MATCH, RNDV, FRAG: a resend (no RTT sample from its ACK: Karn's rule). */
+#define PML_DR2_HDR_FLAG_RETRANSMIT 0x01
+/* MATCH, RNDV, FRAG: acknowledge this vfrag now rather than waiting to coalesce. */
+#define PML_DR2_HDR_FLAG_ACK_NOW 0x02
+/* MATCH, RNDV: synchronous send: answer with an ACK flagged MATCHED once matched. */
+#define PML_DR2_HDR_FLAG_SYNC 0x04
+/* ACK: the receiver matched the message whose first vfrag is acknowledged. */
+#define PML_DR2_HDR_FLAG_MATCHED 0x08
+
+/* MATCH and RNDV. */
+typedef struct {
+    uint32_t ctx;
+    int32_t src;
+    int32_t tag;
+    uint16_t seq;
+    uint8_t frag_count;
+    uint32_t vfrag;
+    uint64_t msg_len;
+} pml_dr2_match_hdr_t;
+
+typedef struct {
+    uint32_t msg_id;
+    uint32_t vfrag;
+    uint8_t frag_index;
+    uint8_t frag_count;
+    uint64_t offset;
+    uint64_t msg_len;
+} pml_dr2_frag_hdr_t;
+
+/* ACK and NACK. */
+typedef struct {
+    uint32_t vfrag;
+    uint64_t mask;
+} pml_dr2_ack_hdr_t;
+
+/* A header in host form. */
+typedef struct {
+    uint8_t type;      /* pml_dr2_hdr_type_t */
+    uint8_t flags;     /* PML_DR2_HDR_FLAG_* */
+    uint8_t hdr_len;   /* filled in by encode and decode */
+    uint32_t frag_len; /* payload bytes (data headers; 0 for ACK/NACK) */
+    uint32_t data_crc; /* CRC32C of the payload (data headers; 0 for ACK/NACK) */
+    union {
+        pml_dr2_match_hdr_t match; /* MATCH, RNDV */
+        pml_dr2_frag_hdr_t frag;   /* FRAG */
+        pml_dr2_ack_hdr_t ack;     /* ACK, NACK */
+    };
+} pml_dr2_hdr_t;
+
+/* Outcome of a decode: one code per reason, usable as an index into an array of counters.
+ * A header damaged in flight can fail any check; HDR_CRC is what damage usually shows as. */
+typedef enum {
+    PML_DR2_HDR_OK = 0,
+    PML_DR2_HDR_ERR_TRUNCATED,         /* buffer shorter than the header */
+    PML_DR2_HDR_ERR_VERSION,           /* version is not PML_DR2_HDR_VERSION */
+    PML_DR2_HDR_ERR_TYPE,              /* unknown type */
+    PML_DR2_HDR_ERR_HDR_LEN,           /* hdr_len is not the type's header length */
+    PML_DR2_HDR_ERR_HDR_CRC,           /* header checksum mismatch */
+    PML_DR2_HDR_ERR_FLAGS,             /* a flag the type does not define */
+    PML_DR2_HDR_ERR_RESERVED,          /* a reserved field is not zero */
+    PML_DR2_HDR_ERR_RANK,              /* negative source rank */
+    PML_DR2_HDR_ERR_FRAG_INDEX,        /* fragment index >= 64 */
+    PML_DR2_HDR_ERR_FRAG_COUNT,        /* fragment count 0 or > 64, or index >= count */
+    PML_DR2_HDR_ERR_EMPTY,             /* FRAG without payload */
+    PML_DR2_HDR_ERR_MASK,              /* ACK or NACK with an empty mask */
+    PML_DR2_HDR_ERR_TOO_LONG,          /* payload longer than the caller's maximum */
+    PML_DR2_HDR_ERR_OVERFLOW,          /* offset + length overflows 64 bits */
+    PML_DR2_HDR_ERR_BOUNDS,            /* payload reaches past the message length */
+    PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED, /* buffer shorter than header + payload */
+    PML_DR2_HDR_ERR_DATA_CRC,          /* payload checksum mismatch */
+    PML_DR2_HDR_NUM_STATUS
+} pml_dr2_hdr_status_t;
+
+/* Header length of `type` on the wire, 0 for an unknown type. */
+size_t pml_dr2_hdr_size(int type);
+
+/* Bytes a decoded or encoded header occupies with its payload: where the next header in
+ * the same segment starts. */
+static inline size_t pml_dr2_hdr_wire_len(const pml_dr2_hdr_t *hdr)
+{
+    return (size_t) hdr->hdr_len + hdr->frag_len;
+}
+
+/* Write the header (not the payload) at buf: data_crc must already be the payload's CRC.
+ * Sets hdr->hdr_len (and, for ACK and NACK, frag_len and data_crc to 0). Returns the header
+ * length, or 0 if buf_len is too small or the header would not pass decode (a bug in the
+ * caller, not a wire error). */
+size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len);
+
+/* Encode a data header followed by a copy of payload[0 .. payload_len-1], checksummed while
+ * it is copied; sets hdr->frag_len and hdr->data_crc. Returns the wire length, or 0. */
+size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const void *payload,
+                        uint32_t payload_len);
+
+/* Check and decode the header at buf[0 .. buf_len-1] and its payload: every field, both
+ * checksums, and that a payload of at most max_payload bytes is entirely within buf.
+ * Never reads outside buf. *hdr is meaningful only when PML_DR2_HDR_OK is returned. */
+pml_dr2_hdr_status_t pml_dr2_hdr_decode(const void *buf, size_t buf_len, uint32_t max_payload,
+                                        pml_dr2_hdr_t *hdr);
+
+/* Everything pml_dr2_hdr_decode checks except the payload checksum, for a receiver that
+ * checks the payload while copying it out with pml_dr2_hdr_unpack (or its own fused copy
+ * compared with hdr->data_crc). The header itself is fully checked: it can be acted on. */
+pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
+                                               uint32_t max_payload, pml_dr2_hdr_t *hdr);
+
+/* Copy the payload of a header accepted by pml_dr2_hdr_decode_header from buf (the same
+ * buffer) to dst[0 .. frag_len-1], checking it on the way: PML_DR2_HDR_OK or
+ * PML_DR2_HDR_ERR_DATA_CRC (dst then holds the corrupt bytes: do not act on them). */
+pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *buf, void *dst);
+
+/* A short name for a status ("ok", "hdr-crc", ...), for counters and logs. */
+const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status);
+
+#endif /* PML_DR2_HDR_H */

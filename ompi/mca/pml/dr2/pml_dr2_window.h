@@ -1,0 +1,60 @@
+/*
+ * ompi-resilience: pml/dr2 duplicate suppression window.
+ *
+ * Pure logic, no MPI. A receiver keeps one window per peer over the 32-bit vfrag ids that
+ * peer sends (ids count up and wrap around). It remembers which of the last `size` ids,
+ * counted back from the highest id seen (`top`), have been marked, in a bitmap indexed by
+ * id mod size, so memory stays bounded however long the job runs (the old PML DR kept
+ * range lists that were never pruned and broke at wrap-around).
+ *
+ * Ids are compared in serial-number arithmetic (RFC 1982): id is ahead of top when
+ * (id - top) mod 2^32 is in [1, 2^31), behind otherwise. For an id:
+ *   ahead of top         NEW: the window slides forward so that id is its new top; ids
+ *                        that slide out were either marked or will be TOO_OLD;
+ *   within size of top   NEW the first time it is marked, DUPLICATE afterwards;
+ *   further behind       TOO_OLD: it can no longer be told apart, treat it as a duplicate.
+ * An id exactly 2^31 away is behind (TOO_OLD), the conservative side.
+ *
+ * The contract that makes TOO_OLD safe to drop: a sender never sends vfrag id x + size
+ * while vfrag x is still unacknowledged (its flow-control window is at most `size` vfrags).
+ * Then a TOO_OLD id is always one that was already received and acknowledged, and a late
+ * copy of it only needs its ACK repeated.
+ *
+ * Marking happens when a vfrag is complete: pml_dr2_window_check() classifies an arriving
+ * fragment without marking (a vfrag still being received is NEW until it is complete);
+ * pml_dr2_window_check_and_mark() does both at once for single-fragment vfrags.
+ */
+#ifndef PML_DR2_WINDOW_H
+#define PML_DR2_WINDOW_H
+
+#include <stdint.h>
+
+/* The default and largest window: 1024 vfrags of up to 64 fragments in flight per peer.
+ * 128 bytes of bitmap per peer. */
+#define PML_DR2_WINDOW_MAX 1024
+
+typedef enum {
+    PML_DR2_WINDOW_NEW = 0,       /* not seen: act on it */
+    PML_DR2_WINDOW_DUPLICATE = 1, /* marked before: drop (and repeat its ACK) */
+    PML_DR2_WINDOW_TOO_OLD = 2,   /* behind the window: drop as a duplicate */
+} pml_dr2_window_verdict_t;
+
+typedef struct {
+    uint32_t top;  /* the highest id marked so far, in serial order */
+    uint32_t size; /* ids remembered, top included: a power of two <= PML_DR2_WINDOW_MAX */
+    /* bit (id mod size) is set iff id, in (top - size, top], has been marked */
+    uint64_t marked[PML_DR2_WINDOW_MAX / 64];
+} pml_dr2_window_t;
+
+/* Start a window of `size` ids (a power of two, 1 .. PML_DR2_WINDOW_MAX) that expects
+ * `first_id` next: the `size` ids before it count as already marked. Returns 0, or -1 for
+ * an invalid size. */
+int pml_dr2_window_init(pml_dr2_window_t *win, uint32_t size, uint32_t first_id);
+
+/* Classify `id` without changing the window. */
+pml_dr2_window_verdict_t pml_dr2_window_check(const pml_dr2_window_t *win, uint32_t id);
+
+/* Classify `id` and, when it is NEW, mark it (sliding the window forward if it is ahead). */
+pml_dr2_window_verdict_t pml_dr2_window_check_and_mark(pml_dr2_window_t *win, uint32_t id);
+
+#endif /* PML_DR2_WINDOW_H */
