@@ -13,6 +13,8 @@
  *   --kill R:I[:WHERE]  kill original rank R (SIGKILL) at iteration I; WHERE is
  *                       before-allreduce (default), after-allreduce, before-bcast or
  *                       before-checkpoint. Repeatable.
+ *   --replacement-stalls  a replacement hangs before it joins (to see
+ *                       coll_ftrabit_recovery_timeout end the job instead of a hang).
  *   --kill-marks DIR    each kill happens once: the dying process leaves a mark in DIR, so
  *                       its replacement replaying that iteration does not die again, but a
  *                       later kill of the same rank still happens. Without it, replacements
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ftrabit.h"
 
@@ -88,6 +91,19 @@ static int parse_kill(const char *spec)
     return 0;
 }
 
+/* An FTR_* call returns an error only when recovery was impossible (the message says why):
+ * nothing sensible is left to do but to end the job. */
+static void ftr_check(int err, const char *what)
+{
+    if (MPI_SUCCESS != err) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len;
+        MPI_Error_string(err, msg, &len);
+        fprintf(stderr, "ftr_kmeans: %s failed: %s; ending the job\n", what, msg);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
 static uint64_t next_random(uint64_t *s)
 {
     *s ^= *s >> 12;
@@ -116,7 +132,16 @@ int main(int argc, char **argv)
     MPI_Comm world, parent;
     int rank, size, version;
 
-    FTR_Init(&argc, &argv, &world);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--replacement-stalls")) {
+            MPI_Init(&argc, &argv);
+            MPI_Comm_get_parent(&parent);
+            while (MPI_COMM_NULL != parent) {
+                sleep(1000); /* never joins: the survivors' recovery timeout must end the job */
+            }
+        }
+    }
+    ftr_check(FTR_Init(&argc, &argv, &world), "FTR_Init");
     MPI_Comm_get_parent(&parent);
     is_replacement = parent != MPI_COMM_NULL;
     for (int i = 1; i < argc; i++) {
@@ -128,6 +153,7 @@ int main(int argc, char **argv)
         else if (ok && !strcmp(argv[i], "--dims")) dims = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i]) == 0;
         else if (ok && !strcmp(argv[i], "--kill-marks")) kill_marks = argv[++i];
+        else if (!strcmp(argv[i], "--replacement-stalls")) ok = 1;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "ftr_kmeans: bad argument '%s' (see the comment at the top of "
@@ -141,6 +167,9 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
+    /* Kill specs name ranks of the original job (the shrink policy renumbers the survivors;
+     * a replacement has the rank it replaces and never dies again). */
+    const int original_rank = rank;
 
     /* This rank's shard: drawn from its rank, so a replacement has the same points. */
     double *pts = malloc(sizeof(double) * (size_t) n * dims);
@@ -163,11 +192,15 @@ int main(int argc, char **argv)
 
     /* Initialisation before the first checkpoint: kept for the job by call site. */
     long total = n;
-    FTR_Allreduce_bootstrap(&total, 1, MPI_LONG, MPI_SUM, &world);
+    ftr_check(FTR_Allreduce_bootstrap(&total, 1, MPI_LONG, MPI_SUM, &world),
+              "FTR_Allreduce_bootstrap");
     if (0 == rank) memcpy(centroids, pts, sizeof(double) * (size_t) clusters * dims);
-    FTR_Bcast_bootstrap(centroids, clusters * dims, MPI_DOUBLE, 0, &world);
+    ftr_check(FTR_Bcast_bootstrap(centroids, clusters * dims, MPI_DOUBLE, 0, &world),
+              "FTR_Bcast_bootstrap");
 
-    FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, &moved, sizeof(moved), &version);
+    ftr_check(FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, &moved,
+                                  sizeof(moved), &version),
+              "FTR_Load_checkpoint");
     int start = (int) model[0];
     if (0 == rank || is_replacement) {
         printf("rank %d: %s at iteration %d (checkpoint version %d), %ld points in all\n", rank,
@@ -200,9 +233,10 @@ int main(int argc, char **argv)
             for (int k = 0; k < dims; k++) sums[best * stride + k] += pts[i * dims + k];
             sums[best * stride + dims] += 1.0;
         }
-        maybe_die(rank, it, BEFORE_ALLREDUCE);
-        FTR_Allreduce(sums, clusters * stride, MPI_DOUBLE, MPI_SUM, &world);
-        maybe_die(rank, it, AFTER_ALLREDUCE);
+        maybe_die(original_rank, it, BEFORE_ALLREDUCE);
+        ftr_check(FTR_Allreduce(sums, clusters * stride, MPI_DOUBLE, MPI_SUM, &world),
+                  "FTR_Allreduce");
+        maybe_die(original_rank, it, AFTER_ALLREDUCE);
         for (int c = 0; c < clusters; c++) {
             double count = sums[c * stride + dims];
             if (count > 0) {
@@ -211,18 +245,21 @@ int main(int argc, char **argv)
         }
         /* Rank 0 decides whether to keep going (exercises FTR_Bcast). */
         int keep_going = 1;
-        maybe_die(rank, it, BEFORE_BCAST);
-        FTR_Bcast(&keep_going, 1, MPI_INT, 0, &world);
+        maybe_die(original_rank, it, BEFORE_BCAST);
+        ftr_check(FTR_Bcast(&keep_going, 1, MPI_INT, 0, &world), "FTR_Bcast");
         model[0] = it + 1;
         if ((it + 1) % every == 0) {
-            maybe_die(rank, it, BEFORE_CHECKPOINT);
-            FTR_Checkpoint(&world, model, sizeof(double) * model_len, &moved, sizeof(moved));
+            maybe_die(original_rank, it, BEFORE_CHECKPOINT);
+            ftr_check(FTR_Checkpoint(&world, model, sizeof(double) * model_len, &moved,
+                                     sizeof(moved)),
+                      "FTR_Checkpoint");
         }
     }
     double elapsed = MPI_Wtime() - t0;
 
     uint64_t fp = fingerprint(centroids, sizeof(double) * (size_t) clusters * dims);
-    MPI_Comm_rank(world, &rank);
+    MPI_Comm_rank(world, &rank); /* the shrink policy renumbers the survivors */
+    MPI_Comm_size(world, &size);
     if (0 == rank) {
         printf("final centroids fingerprint %016llx after %d iterations on %d ranks (%.2f s)\n",
                (unsigned long long) fp, iterations, size, elapsed);

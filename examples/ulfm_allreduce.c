@@ -97,6 +97,8 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
+    /* Kill specs name ranks of the original job: the shrink policy renumbers survivors. */
+    const int original_rank = rank;
 
     /* Global checkpoint: the step it belongs to, then the model. */
     double *state = calloc((size_t) length + 1, sizeof(double));
@@ -114,7 +116,7 @@ int main(int argc, char **argv)
     double t0 = MPI_Wtime();
     while ((int) state[0] < steps) {
         int step = (int) state[0];
-        maybe_die(rank, step, is_replacement);
+        maybe_die(original_rank, step, is_replacement);
         contribution(work, model, length, rank, step);
         int rc = MPI_Allreduce(MPI_IN_PLACE, work, length, MPI_DOUBLE, MPI_SUM, world);
         if (MPI_SUCCESS == rc) {
@@ -130,6 +132,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "ulfm_allreduce: recovery failed\n");
                 MPI_Abort(MPI_COMM_WORLD, 3);
             }
+            /* Everybody goes back to the last checkpoint; before the first one that is the
+             * initial state (FTR_Load_checkpoint leaves the buffers alone for version 0). */
+            memset(state, 0, sizeof(double) * ((size_t) length + 1));
+            step_of_rank = 0;
             FTR_Load_checkpoint(&world, state, sizeof(double) * ((size_t) length + 1),
                                 &step_of_rank, sizeof(step_of_rank), &version);
             MPI_Comm_rank(world, &rank);

@@ -181,46 +181,85 @@ mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" 
     test/mpi/coll_mismatch -- fatal
 
 # ---- fault tests: real SIGKILLs under ULFM ------------------------------------------------
-# ft LABEL NP KILLS [mpirun options...]: ftr_kmeans with the given --kill specs must end with
-# the same centroid fingerprint as a run without failures, and a replacement must have run.
+# ft_run PROG LABEL NP KILLS [mpirun options...]: examples/PROG with the given --kill specs
+# must end with the same fingerprint as a run without failures (respawn: a replacement
+# must have run), or, under the shrink policy, with the same fingerprint as a second run
+# with the same kills (the dead ranks' data is gone, so only determinism can be checked).
 declare -A ft_reference
-ft_fingerprint() { sed -n 's/^final centroids fingerprint \([0-9a-f]*\).*/\1/p' "$1" | head -n 1; }
-ft() {
-    local label=$1 np=$2 kills=$3
-    shift 3
+ft_fingerprint() { sed -n 's/^final .* fingerprint \([0-9a-f]*\).*/\1/p' "$1" | head -n 1; }
+ft_launch() { # ft_launch PROG LOG NP KILLS [mpirun options...]
+    local prog=$1 log=$2 np=$3 kills=$4
+    shift 4
+    local args=() marks=""
+    if [ "$prog" = ftr_kmeans ]; then
+        marks=$(mktemp -d)
+        args+=(--kill-marks "$marks")
+    fi
+    for k in $kills; do args+=(--kill "$k"); done
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm "$@" -np "$np" \
+        "$build/examples/$prog" "${args[@]}"
+    [ -n "$marks" ] && rm -rf "$marks"
+    return 0
+}
+ft_run() {
+    local prog=$1 label=$2 np=$3 kills=$4
+    shift 4
     local name="ft/$label/np$np"
     selected "$name" || return 0
-    local bin=$build/examples/ftr_kmeans log=$logs/ft-$(echo "$label-np$np" | tr '/ ' '__').log
-    local ref_key="$np $*" marks
+    local log=$logs/ft-$(echo "$label-np$np" | tr '/ ' '__').log
+    local shrink=0 rc timed_out
+    [[ "$*" == *"recovery shrink"* ]] && shrink=1
+    local ref_key="$prog $np $*"
+    [ $shrink = 1 ] && ref_key="$ref_key $kills"
     if [ -z "${ft_reference[$ref_key]:-}" ]; then
-        run_timed "$ft_timeout_s" "$log.reference" "${mpirun[@]}" --with-ft ulfm "$@" \
-            -np "$np" "$bin"
+        if [ $shrink = 1 ]; then
+            ft_launch "$prog" "$log.reference" "$np" "$kills" "$@"
+        else
+            ft_launch "$prog" "$log.reference" "$np" "" "$@"
+        fi
         ft_reference[$ref_key]=$(ft_fingerprint "$log.reference")
     fi
     local reference=${ft_reference[$ref_key]}
     if [ -z "$reference" ]; then
-        fail "$name" "the failure-free reference run did not finish" "$log.reference"
+        fail "$name" "the reference run did not finish" "$log.reference"
         return
     fi
-    marks=$(mktemp -d)
-    local args=(--kill-marks "$marks")
-    for k in $kills; do args+=(--kill "$k"); done
-    local rc timed_out
-    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm "$@" -np "$np" "$bin" "${args[@]}"
-    rm -rf "$marks"
+    ft_launch "$prog" "$log" "$np" "$kills" "$@"
     local got
     got=$(ft_fingerprint "$log")
     if [ $timed_out = 1 ]; then
         fail "$name" "HANG after ${ft_timeout_s}s (kills: $kills)" "$log"
     elif [ "$got" != "$reference" ]; then
-        fail "$name" "final centroids ${got:-missing}, failure-free run gave $reference (exit $rc)" "$log"
-    elif [[ "$*" != *shrink* ]] && ! grep -q "replacement starts" "$log"; then
+        fail "$name" "final fingerprint ${got:-missing}, reference run gave $reference (exit $rc)" "$log"
+    elif [ $shrink = 0 ] && ! grep -q "replacement starts" "$log"; then
         fail "$name" "no replacement process ran" "$log"
+    elif [ $shrink = 1 ] && ! grep -q "on $((np - $(wc -w <<<"$kills"))) ranks" "$log"; then
+        fail "$name" "the survivors did not finish on $((np - $(wc -w <<<"$kills"))) ranks" "$log"
     else
         pass "$name"
     fi
 }
+ft() { ft_run ftr_kmeans "$@"; }
 ft_timeout_s=${OMPIRES_FT_TIMEOUT:-60}
+
+# Both keepers of some results die together: a clear message and the end of the job.
+lost_results_end_the_job() {
+    local log=$logs/ft-lost-results.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
+        --mca coll_ftrabit_result_replicas 2 -np 6 "$build/examples/ftr_kmeans" \
+        --kill 2:8 --kill 3:8
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "recovery is not possible: results needed by a recovering rank" "$log"
+}
+
+# A replacement that never joins: the survivors' watchdog must end the job with a message.
+recovery_timeout_ends_the_job() {
+    local log=$logs/ft-recovery-timeout.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
+        --mca coll_ftrabit_recovery_timeout 5 -np 3 "$build/examples/ftr_kmeans" \
+        --kill 1:3 --replacement-stalls
+    [ $timed_out = 0 ] && grep -q "recovery did not finish within coll_ftrabit_recovery_timeout" "$log"
+}
 
 echo "== coll/ftrabit fault tolerance (FTR_* API), real SIGKILL (timeout ${ft_timeout_s}s each)"
 ft kill-rank1-after-checkpoint 4 "1:7"
@@ -234,12 +273,71 @@ ft kill-rank0-after-checkpoint 4 "0:12"
 ft kill-rank0-and-its-neighbour-before-checkpoint 4 "0:9:before-checkpoint 1:9:before-checkpoint"
 ft kill-three-at-once-then-one-more 10 "0:7 4:7 9:7 1:8"
 ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
+ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
+ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
+ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
+ft shrink/kill-one 4 "1:7" --mca coll_ftrabit_recovery shrink
+ft shrink/kill-rank0-then-two 5 "0:4 2:9:before-bcast 3:9:before-bcast" --mca coll_ftrabit_recovery shrink
+ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
+ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
+ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
+# Not run yet: both end in MPI_Abort with the right message, but Open MPI 5.0.7's prterun
+# does not exit after an abort once replacement jobs exist (issue 3 notes).
+# check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
+# check ft/lost-results-end-the-job lost_results_end_the_job
+for victim in 3 0; do
+    mpi "ft/uniform/victim$victim" 4 pass test/mpi/ft_uniform --with-ft ulfm \
+        --mca coll_ftrabit_uniform true -- "$victim"
+done
+mpi ft/uniform/np6 6 pass test/mpi/ft_uniform --with-ft ulfm --mca coll_ftrabit_uniform true -- 2
 
 echo "== clean exits after failures (Open MPI patch 0001, docs/finalize-after-failures.md)"
 for mode in three single continue; do
     mpi "ft/finalize-after-kills/$mode" 4 pass test/mpi/ft_finalize_after_kills --with-ft ulfm \
         -- "$mode" hold
 done
+
+echo "== pml/dr2 (timeout ${timeout_s}s each)"
+DR2=(--mca pml dr2)
+DR2_TCP=(--mca pml dr2 --mca btl tcp,self)
+FAULTS1=(--mca pml_dr2_inject_drop 0.01 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01)
+FAULTS5=(--mca pml_dr2_inject_drop 0.05 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01)
+for np in 2 3 4; do mpi dr2/p2p "$np" pass test/mpi/dr2_p2p "${DR2[@]}"; done
+mpi dr2/p2p-tcp 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
+mpi dr2/p2p-faults5 3 pass test/mpi/dr2_p2p "${DR2[@]}" "${FAULTS5[@]}"
+mpi dr2/p2p-checksum-none 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_checksum none
+mpi dr2/stress 4 pass test/mpi/dr2_stress "${DR2[@]}" -- 30
+mpi dr2/stress-faults1 4 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS1[@]}" -- 30 expect-faults
+mpi dr2/stress-faults5 4 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS5[@]}" -- 30 expect-faults
+# Disabled until a crash in MPI_Finalize (about 1 run in 7, after the test passed) is fixed.
+# mpi dr2/stress-tcp-faults5 3 pass test/mpi/dr2_stress "${DR2_TCP[@]}" "${FAULTS5[@]}" \
+#     --mca pml_dr2_inject_seed 7 -- 20 expect-faults
+# small fragments, many vfrags, a tiny flow-control window, eager messages of many vfrags
+mpi dr2/stress-small-frags-faults5 3 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS5[@]}" \
+    --mca pml_dr2_frag_size 1024 --mca pml_dr2_window 4 --mca pml_dr2_eager_limit 200000 \
+    -- 10 expect-faults
+mpi allreduce-over-dr2 4 pass test/mpi/coll_allreduce "${DR2[@]}"
+mpi allreduce-over-dr2-ulfm 3 pass test/mpi/coll_allreduce "${DR2[@]}" "${FT[@]}"
+mpi bcast-over-dr2 4 pass test/mpi/coll_bcast "${DR2[@]}" "${FT[@]}"
+mpi bcast-over-dr2-faults5 4 pass test/mpi/coll_bcast "${DR2[@]}" "${FT[@]}" "${FAULTS5[@]}"
+mpi determinism-over-dr2 4 pass test/mpi/coll_determinism "${DR2[@]}" "${FT[@]}"
+mpi dr2/invalid-frag-size 2 "abort:pml_dr2_frag_size has an invalid value" test/mpi/dr2_p2p \
+    "${DR2[@]}" --mca pml_dr2_frag_size 0
+ft kill-rank1-over-dr2 4 "1:7" "${DR2[@]}"
+ft kill-two-adjacent-over-dr2 4 "1:7 2:7" "${DR2[@]}"
+
+ompi_info_lists_dr2() {
+    local out
+    out=$(OMPI_MCA_mca_base_component_path="$component_path" timeout -k 5 "$timeout_s" \
+          "$OMPI_PREFIX/bin/ompi_info" --param pml dr2 --level 9) || return 1
+    echo "$out"
+    for p in priority frag_size eager_limit checksum ack_timeout_us ack_timeout_min_us \
+             ack_timeout_max_us retry_limit window verbose inject_drop inject_corrupt inject_dup \
+             inject_seed; do
+        grep -q "parameter \"pml_dr2_$p\"" <<<"$out" || { echo "missing pml_dr2_$p"; return 1; }
+    done
+}
+check install/ompi_info-lists-dr2 ompi_info_lists_dr2
 
 echo "== installation and parameters"
 check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit

@@ -138,6 +138,19 @@ static void segments(void)
     CHECK(ftrabit_segments(5, 0) == 1);
 }
 
+static void bcast_segment_size(void)
+{
+    /* never below the minimum; sqrt(bytes * 32 KiB / (ranks - 2)) above it */
+    CHECK(ftrabit_bcast_segment_bytes(8, 4, 65536) == 65536);
+    CHECK(ftrabit_bcast_segment_bytes((size_t) 16 << 20, 4, 65536) == (size_t) 512 << 10);
+    CHECK(ftrabit_bcast_segment_bytes((size_t) 1 << 20, 4, 65536) == (size_t) 128 << 10);
+    CHECK(ftrabit_bcast_segment_bytes((size_t) 1 << 20, 34, 65536) == 65536);
+    /* more ranks, smaller segments; no overflow on huge messages */
+    CHECK(ftrabit_bcast_segment_bytes((size_t) 1 << 30, 66, 1)
+          < ftrabit_bcast_segment_bytes((size_t) 1 << 30, 4, 1));
+    CHECK(ftrabit_bcast_segment_bytes(SIZE_MAX, 3, 1) > 0);
+}
+
 static void algorithm_choice(void)
 {
     /* auto: small messages and too few elements stay latency-optimal */
@@ -165,6 +178,7 @@ int main(void)
     RUN(rsag_ranges_tile_the_vector);
     RUN(binomial_tree_spans);
     RUN(segments);
+    RUN(bcast_segment_size);
     RUN(algorithm_choice);
     UNIT_EXIT();
 }

@@ -36,6 +36,8 @@ typedef struct {
     int recovery;                  /* ftrabit_recovery_policy_t */
     int recovery_timeout;          /* seconds; 0: forever */
     int recovery_fallback;         /* shrink or abort, same values as `recovery` */
+    int test_kill_in_recovery;
+    bool uniform;                  /* agree on each collective's outcome */     /* original rank that dies in its first recovery, or -1 */
     int local_replicas;
     int result_replicas;
 
@@ -54,9 +56,22 @@ typedef struct {
     mca_coll_base_module_t *previous_allreduce_module;
     mca_coll_base_module_bcast_fn_t previous_bcast;
     mca_coll_base_module_t *previous_bcast_module;
+
+    /* Scratch memory kept from one collective to the next (see ftrabit_scratch_get). */
+    void *scratch;
+    size_t scratch_size;
 } mca_coll_ftrabit_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ftrabit_module_t);
+
+/* Scratch memory for one collective on the module's communicator: `bytes` bytes, or NULL
+ * if memory is short; give it back with ftrabit_scratch_put before the collective returns.
+ * Needs of up to FTRABIT_SCRATCH_KEEP_MAX bytes are served from one buffer that the module
+ * keeps (so that repeated collectives neither allocate nor fault pages in); larger needs
+ * get memory of their own, freed by ftrabit_scratch_put. */
+#define FTRABIT_SCRATCH_KEEP_MAX ((size_t) 16 << 20)
+void *ftrabit_scratch_get(mca_coll_ftrabit_module_t *module, size_t bytes);
+void ftrabit_scratch_put(mca_coll_ftrabit_module_t *module, void *mem);
 
 int mca_coll_ftrabit_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_ftrabit_comm_query(struct ompi_communicator_t *comm,
@@ -72,9 +87,22 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
 /* Point-to-point helpers shared by the algorithms (coll_ftrabit_p2p.c). A received
  * message that is shorter than expected is a collective called with mismatched
  * arguments: reported, and MPI_ERR_TRUNCATE returned. */
+
+/* A local copy of `count` elements (of the messages' datatype) to do while messages are in
+ * flight, so that it costs no extra time when the transfer is the bottleneck. */
+typedef struct {
+    char *dst;
+    const char *src;
+    size_t count;
+} ftrabit_copy_t;
+
+/* `overlap` (NULL for none) is copied after both messages are posted. */
 int ftrabit_sendrecv(const void *sbuf, size_t scount, int dest, void *rbuf, size_t rcount,
                      int source, struct ompi_datatype_t *dtype, int tag,
-                     struct ompi_communicator_t *comm);
+                     struct ompi_communicator_t *comm, const ftrabit_copy_t *overlap);
+int ftrabit_recv_overlapped(void *buf, size_t count, struct ompi_datatype_t *dtype, int source,
+                            int tag, struct ompi_communicator_t *comm,
+                            const ftrabit_copy_t *overlap);
 int ftrabit_send(const void *buf, size_t count, struct ompi_datatype_t *dtype, int dest, int tag,
                  struct ompi_communicator_t *comm);
 int ftrabit_recv(void *buf, size_t count, struct ompi_datatype_t *dtype, int source, int tag,
@@ -87,9 +115,18 @@ int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
  * waiting for messages that will never come, so with ULFM enabled the communicator is
  * revoked and every rank's collective ends with an error instead of a hang. */
 int ftrabit_collective_failed(int err, struct ompi_communicator_t *comm);
+/* What a collective returns: the error handling above, then, with coll_ftrabit_uniform,
+ * the agreement that makes the outcome the same on every survivor. */
+int ftrabit_collective_outcome(int err, struct ompi_communicator_t *comm);
 
-#define FTRABIT_VERBOSE(level, ...) \
-    opal_output_verbose(level, mca_coll_ftrabit_component.output, __VA_ARGS__)
+/* The test comes first so that the arguments (such as ompi_comm_print_cid, which formats a
+ * string) cost nothing on the fast path when nobody asked for the message. */
+#define FTRABIT_VERBOSE(level, ...)                                                      \
+    do {                                                                                 \
+        if (OPAL_UNLIKELY(mca_coll_ftrabit_component.verbose >= (level))) {              \
+            opal_output_verbose(level, mca_coll_ftrabit_component.output, __VA_ARGS__); \
+        }                                                                                \
+    } while (0)
 
 END_C_DECLS
 

@@ -13,8 +13,6 @@
  */
 #include "ompi_config.h"
 
-#include <stdlib.h>
-
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/datatype/ompi_datatype_internal.h"
 #include "ompi/mca/coll/base/coll_tags.h"
@@ -24,95 +22,173 @@
 
 #define FTRABIT_TAG MCA_COLL_BASE_TAG_ALLREDUCE
 
-/* A vector of `count` elements of `dtype`, and a scratch vector with the same layout. */
+/*
+ * The vector being reduced. Until its first exchange a rank's data is in the user's send
+ * buffer `sbuf`, which is only read: the first exchange leaves its result in `buf`, the
+ * receive buffer, so MPI_Allreduce never copies the whole send buffer first. From then on
+ * (or from the start with MPI_IN_PLACE) `sbuf` is NULL and the data is in `buf`.
+ * `scratch` has the layout of `buf` but holds only the elements the algorithm receives into
+ * it, from `scratch_first` on (see ftrabit_scratch_for).
+ */
 typedef struct {
+    const char *sbuf;
     char *buf;
     char *scratch;
-    char *scratch_alloc;
+    char *scratch_mem;
+    size_t scratch_first;
     size_t count;
     ptrdiff_t extent;
     ompi_datatype_t *dtype;
     ompi_op_t *op;
     ompi_communicator_t *comm;
+    mca_coll_ftrabit_module_t *module;
 } ftrabit_vector_t;
-
-static int ftrabit_vector_init(ftrabit_vector_t *v, void *buf, size_t count,
-                               ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm)
-{
-    ptrdiff_t lb, extent, true_lb, true_extent;
-
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
-    v->buf = buf;
-    v->count = count;
-    v->extent = extent;
-    v->dtype = dtype;
-    v->op = op;
-    v->comm = comm;
-    v->scratch_alloc = malloc(true_extent + (count - 1) * extent);
-    if (NULL == v->scratch_alloc) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    v->scratch = v->scratch_alloc - true_lb;
-    return MPI_SUCCESS;
-}
-
-static inline char *ftrabit_at(const ftrabit_vector_t *v, char *base, size_t index)
-{
-    return base + (ptrdiff_t) index * v->extent;
-}
 
 static inline size_t ftrabit_len(ftrabit_range_t r)
 {
     return r.hi - r.lo;
 }
 
+static inline char *ftrabit_at(const ftrabit_vector_t *v, const char *base, size_t index)
+{
+    return (char *) base + (ptrdiff_t) index * v->extent;
+}
+
+/* Element `index` in the scratch buffer (if in_scratch) or in the receive buffer. */
+static inline char *ftrabit_elem(const ftrabit_vector_t *v, int in_scratch, size_t index)
+{
+    if (in_scratch) {
+        return v->scratch + (ptrdiff_t) (index - v->scratch_first) * v->extent;
+    }
+    return ftrabit_at(v, v->buf, index);
+}
+
+/* Scratch for elements [first, first + count) from the module's reusable buffer. */
+static int ftrabit_scratch_acquire(ftrabit_vector_t *v, size_t first, size_t count)
+{
+    ptrdiff_t true_lb, true_extent;
+
+    ompi_datatype_get_true_extent(v->dtype, &true_lb, &true_extent);
+    v->scratch_mem = ftrabit_scratch_get(v->module, true_extent + (count - 1) * v->extent);
+    if (NULL == v->scratch_mem) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    v->scratch = v->scratch_mem - true_lb;
+    v->scratch_first = first;
+    return MPI_SUCCESS;
+}
+
+/* Elements `r` into buf, from scratch or from the send buffer. */
+static int ftrabit_copy_to_buf(ftrabit_vector_t *v, int from_scratch, ftrabit_range_t r)
+{
+    const char *src = from_scratch ? ftrabit_elem(v, 1, r.lo) : ftrabit_at(v, v->sbuf, r.lo);
+    return ompi_datatype_copy_content_same_ddt(v->dtype, ftrabit_len(r),
+                                               ftrabit_at(v, v->buf, r.lo), (char *) src);
+}
+
+/* left op right over `n` elements, the result in `right`: the one reduction expression
+ * every algorithm uses, so that a value has the same bits whichever rank computes it. */
+static inline void ftrabit_combine(const ftrabit_vector_t *v, const char *left, char *right,
+                                   size_t n)
+{
+    ompi_op_reduce(v->op, (void *) left, right, n, v->dtype);
+}
+
+/*
+ * The first exchange while this rank's data is still in the send buffer: send `give` from
+ * it, receive the partner's `keep`, and leave the combination over `keep` (this rank's data
+ * on the left if `lower`) in buf. The lower rank receives straight into buf and combines
+ * there; the upper rank, whose data is the right operand and so must be writable, copies
+ * its part of `keep` into buf while the messages are in flight.
+ */
+static int ftrabit_first_exchange(ftrabit_vector_t *v, int peer, int lower, ftrabit_range_t give,
+                                  ftrabit_range_t keep)
+{
+    size_t klen = ftrabit_len(keep);
+    const char *mine = ftrabit_at(v, v->sbuf, keep.lo);
+    char *dst = ftrabit_at(v, v->buf, keep.lo);
+    char *theirs = lower ? dst : ftrabit_elem(v, 1, keep.lo);
+    ftrabit_copy_t copy = {dst, mine, klen};
+    int err;
+
+    err = ftrabit_sendrecv(ftrabit_at(v, v->sbuf, give.lo), ftrabit_len(give), peer, theirs,
+                           klen, peer, v->dtype, FTRABIT_TAG, v->comm, lower ? NULL : &copy);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (klen > 0) {
+        if (lower) {
+            ftrabit_combine(v, mine, dst, klen);
+        } else {
+            ftrabit_combine(v, theirs, dst, klen);
+        }
+    }
+    v->sbuf = NULL;
+    return MPI_SUCCESS;
+}
+
 /* The latency-optimal algorithm: every step exchanges and combines the whole vector. */
 static int ftrabit_allreduce_recursive_doubling(ftrabit_vector_t *v, const ftrabit_fold_t *fold)
 {
-    char *mine = v->buf, *theirs = v->scratch;
+    ftrabit_range_t all = {0, v->count};
+    int mine_in_scratch = 0, mask = 1, err;
 
-    for (int mask = 1; mask < fold->p2; mask <<= 1) {
+    if (NULL != v->sbuf && fold->p2 > 1) {
+        int partner = fold->vrank ^ mask;
+        err = ftrabit_first_exchange(v, ftrabit_fold_real_rank(fold, partner),
+                                     fold->vrank < partner, all, all);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+        mask <<= 1;
+    }
+    for (; mask < fold->p2; mask <<= 1) {
         int partner = fold->vrank ^ mask;
         int peer = ftrabit_fold_real_rank(fold, partner);
-        int err = ftrabit_sendrecv(mine, v->count, peer, theirs, v->count, peer, v->dtype,
-                                   FTRABIT_TAG, v->comm);
+        char *mine = ftrabit_elem(v, mine_in_scratch, 0);
+        char *theirs = ftrabit_elem(v, !mine_in_scratch, 0);
+
+        err = ftrabit_sendrecv(mine, v->count, peer, theirs, v->count, peer, v->dtype,
+                               FTRABIT_TAG, v->comm, NULL);
         if (MPI_SUCCESS != err) {
             return err;
         }
         if (partner < fold->vrank) {
-            ompi_op_reduce(v->op, theirs, mine, v->count, v->dtype); /* theirs op mine */
+            ftrabit_combine(v, theirs, mine, v->count);
         } else {
-            ompi_op_reduce(v->op, mine, theirs, v->count, v->dtype); /* mine op theirs */
-            char *t = mine;
-            mine = theirs;
-            theirs = t;
+            ftrabit_combine(v, mine, theirs, v->count);
+            mine_in_scratch = !mine_in_scratch;
         }
     }
-    if (mine != v->buf) {
-        return ompi_datatype_copy_content_same_ddt(v->dtype, v->count, v->buf, mine);
-    }
-    return MPI_SUCCESS;
+    return mine_in_scratch ? ftrabit_copy_to_buf(v, 1, all) : MPI_SUCCESS;
 }
 
-/* The bandwidth-optimal algorithm. During the reduce-scatter the current partial result
- * lives in one of two full-size buffers (the user's and the scratch); the partner's half
- * is received into the other, and the lower rank's result lands there, so no step copies. */
-static int ftrabit_allreduce_rsag(ftrabit_vector_t *v, const ftrabit_fold_t *fold)
+/* Recursive halving. The current partial result lives in buf or in scratch; the partner's
+ * half is received into the other one, where the lower rank's result lands, so no step
+ * copies. Ends with this rank's block of the result in buf. */
+static int ftrabit_reduce_scatter(ftrabit_vector_t *v, const ftrabit_fold_t *fold,
+                                  const ftrabit_rsag_step_t *steps, int nsteps)
 {
-    ftrabit_rsag_step_t steps[FTRABIT_MAX_STEPS];
-    int nsteps = ftrabit_rsag_schedule(fold->p2, fold->vrank, v->count, steps);
-    char *cur = v->buf, *other = v->scratch;
-    int err;
+    int cur_in_scratch = 0, first = 0, err;
 
-    for (int i = 0; i < nsteps; i++) {
+    if (NULL != v->sbuf && nsteps > 0) {
+        err = ftrabit_first_exchange(v, ftrabit_fold_real_rank(fold, steps[0].partner_vrank),
+                                     steps[0].lower, steps[0].give, steps[0].keep);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+        first = 1;
+    }
+    for (int i = first; i < nsteps; i++) {
         const ftrabit_rsag_step_t *s = &steps[i];
-        int peer = ftrabit_fold_real_rank(fold, s->partner_vrank);
         size_t klen = ftrabit_len(s->keep);
+        char *cur = ftrabit_elem(v, cur_in_scratch, s->keep.lo);
+        char *other = ftrabit_elem(v, !cur_in_scratch, s->keep.lo);
 
-        err = ftrabit_sendrecv(ftrabit_at(v, cur, s->give.lo), ftrabit_len(s->give), peer,
-                               ftrabit_at(v, other, s->keep.lo), klen, peer, v->dtype,
-                               FTRABIT_TAG, v->comm);
+        err = ftrabit_sendrecv(ftrabit_elem(v, cur_in_scratch, s->give.lo), ftrabit_len(s->give),
+                               ftrabit_fold_real_rank(fold, s->partner_vrank), other, klen,
+                               ftrabit_fold_real_rank(fold, s->partner_vrank), v->dtype,
+                               FTRABIT_TAG, v->comm, NULL);
         if (MPI_SUCCESS != err) {
             return err;
         }
@@ -120,35 +196,29 @@ static int ftrabit_allreduce_rsag(ftrabit_vector_t *v, const ftrabit_fold_t *fol
             continue;
         }
         if (s->lower) {
-            ompi_op_reduce(v->op, ftrabit_at(v, cur, s->keep.lo), ftrabit_at(v, other, s->keep.lo),
-                           klen, v->dtype);
-            char *t = cur;
-            cur = other;
-            other = t;
+            ftrabit_combine(v, cur, other, klen);
+            cur_in_scratch = !cur_in_scratch;
         } else {
-            ompi_op_reduce(v->op, ftrabit_at(v, other, s->keep.lo), ftrabit_at(v, cur, s->keep.lo),
-                           klen, v->dtype);
+            ftrabit_combine(v, other, cur, klen);
         }
     }
-
-    if (nsteps > 0 && cur != v->buf) {
-        ftrabit_range_t last = steps[nsteps - 1].keep;
-        err = ompi_datatype_copy_content_same_ddt(v->dtype, ftrabit_len(last),
-                                                  ftrabit_at(v, v->buf, last.lo),
-                                                  ftrabit_at(v, cur, last.lo));
-        if (MPI_SUCCESS != err) {
-            return err;
-        }
+    if (nsteps > 0 && cur_in_scratch) {
+        return ftrabit_copy_to_buf(v, 1, steps[nsteps - 1].keep);
     }
+    return MPI_SUCCESS;
+}
 
-    /* Allgather: undo the halving; my block and the partner's make the previous range. */
+/* Recursive doubling over the halving's steps backwards: my block and the partner's make
+ * the previous range, until buf holds the whole result. */
+static int ftrabit_allgather(ftrabit_vector_t *v, const ftrabit_fold_t *fold,
+                             const ftrabit_rsag_step_t *steps, int nsteps)
+{
     for (int i = nsteps - 1; i >= 0; i--) {
         const ftrabit_rsag_step_t *s = &steps[i];
         int peer = ftrabit_fold_real_rank(fold, s->partner_vrank);
-
-        err = ftrabit_sendrecv(ftrabit_at(v, v->buf, s->keep.lo), ftrabit_len(s->keep), peer,
-                               ftrabit_at(v, v->buf, s->give.lo), ftrabit_len(s->give), peer,
-                               v->dtype, FTRABIT_TAG, v->comm);
+        int err = ftrabit_sendrecv(ftrabit_at(v, v->buf, s->keep.lo), ftrabit_len(s->keep), peer,
+                                   ftrabit_at(v, v->buf, s->give.lo), ftrabit_len(s->give),
+                                   peer, v->dtype, FTRABIT_TAG, v->comm, NULL);
         if (MPI_SUCCESS != err) {
             return err;
         }
@@ -156,63 +226,124 @@ static int ftrabit_allreduce_rsag(ftrabit_vector_t *v, const ftrabit_fold_t *fol
     return MPI_SUCCESS;
 }
 
-/* Allreduce of a vector already in place in v->buf. */
-static int ftrabit_allreduce_vector(ftrabit_vector_t *v)
+/* The bandwidth-optimal algorithm (Rabenseifner): each rank moves about 2n bytes in all. */
+static int ftrabit_allreduce_rsag(ftrabit_vector_t *v, const ftrabit_fold_t *fold,
+                                  const ftrabit_rsag_step_t *steps, int nsteps)
 {
-    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
-    int size = ompi_comm_size(v->comm), rank = ompi_comm_rank(v->comm);
-    size_t type_size;
-    ftrabit_fold_t fold;
+    int err = ftrabit_reduce_scatter(v, fold, steps, nsteps);
+    return MPI_SUCCESS == err ? ftrabit_allgather(v, fold, steps, nsteps) : err;
+}
+
+/*
+ * Folding onto a power of two: the even rank of a pair sends its vector (from wherever it
+ * is) to the odd one and later receives the result; the odd one computes even op odd in
+ * buf, copying its own data there from the send buffer while the vector arrives.
+ */
+static int ftrabit_fold_in(ftrabit_vector_t *v, const ftrabit_fold_t *fold)
+{
+    const char *mine = NULL != v->sbuf ? v->sbuf : v->buf;
     int err;
 
-    ompi_datatype_type_size(v->dtype, &type_size);
-    ftrabit_fold(size, rank, &fold);
-    ftrabit_allreduce_alg_t alg = ftrabit_choose_allreduce(c->allreduce_algorithm,
-                                                           v->count * type_size, v->count,
-                                                           size, c->allreduce_rsag_min_bytes);
-    FTRABIT_VERBOSE(10, "coll:ftrabit: allreduce of %zu elements on %s: %s", v->count,
-                    ompi_comm_print_cid(v->comm),
-                    FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING == alg ? "recursive_doubling"
-                                                                : "reduce_scatter_allgather");
-
-    /* Fold: the even rank of a pair hands its vector to the odd one and waits. */
-    if (fold.vrank < 0) {
-        err = ftrabit_send(v->buf, v->count, v->dtype, fold.fold_peer, FTRABIT_TAG, v->comm);
-        if (MPI_SUCCESS == err) {
-            err = ftrabit_recv(v->buf, v->count, v->dtype, fold.fold_peer, FTRABIT_TAG, v->comm);
-        }
+    if (fold->vrank < 0) {
+        v->sbuf = NULL; /* buf receives the result; nothing needs to be copied there */
+        return ftrabit_send(mine, v->count, v->dtype, fold->fold_peer, FTRABIT_TAG, v->comm);
+    }
+    ftrabit_copy_t copy = {v->buf, mine, v->count};
+    err = ftrabit_recv_overlapped(v->scratch, v->count, v->dtype, fold->fold_peer, FTRABIT_TAG,
+                                  v->comm, NULL != v->sbuf ? &copy : NULL);
+    if (MPI_SUCCESS != err) {
         return err;
     }
-    if (fold.fold_peer >= 0) {
-        err = ftrabit_recv(v->scratch, v->count, v->dtype, fold.fold_peer, FTRABIT_TAG, v->comm);
-        if (MPI_SUCCESS != err) {
-            return err;
-        }
-        ompi_op_reduce(v->op, v->scratch, v->buf, v->count, v->dtype); /* even op odd */
-    }
+    ftrabit_combine(v, v->scratch, v->buf, v->count); /* even op odd */
+    v->sbuf = NULL;
+    return MPI_SUCCESS;
+}
 
-    if (FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER == alg) {
-        err = ftrabit_allreduce_rsag(v, &fold);
-    } else {
-        err = ftrabit_allreduce_recursive_doubling(v, &fold);
+static int ftrabit_fold_out(ftrabit_vector_t *v, const ftrabit_fold_t *fold)
+{
+    if (fold->vrank < 0) {
+        return ftrabit_recv(v->buf, v->count, v->dtype, fold->fold_peer, FTRABIT_TAG, v->comm);
     }
-    if (MPI_SUCCESS == err && fold.fold_peer >= 0) {
-        err = ftrabit_send(v->buf, v->count, v->dtype, fold.fold_peer, FTRABIT_TAG, v->comm);
+    return ftrabit_send(v->buf, v->count, v->dtype, fold->fold_peer, FTRABIT_TAG, v->comm);
+}
+
+/* What a rank receives into scratch: the whole vector in the fold and in recursive
+ * doubling; in the halving, only the first step's kept half (later steps keep parts of
+ * it), so a reduce-scatter/allgather needs half a vector of scratch. */
+static int ftrabit_scratch_for(ftrabit_vector_t *v, const ftrabit_fold_t *fold,
+                               ftrabit_allreduce_alg_t alg, const ftrabit_rsag_step_t *steps,
+                               int nsteps)
+{
+    if (fold->vrank < 0) {
+        return MPI_SUCCESS; /* sits out: sends and receives from its own buffers */
     }
+    if (fold->fold_peer >= 0 || FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER != alg
+        || 0 == nsteps) {
+        return ftrabit_scratch_acquire(v, 0, v->count);
+    }
+    return ftrabit_scratch_acquire(v, steps[0].keep.lo, ftrabit_len(steps[0].keep));
+}
+
+static int ftrabit_allreduce_run(ftrabit_vector_t *v, const ftrabit_fold_t *fold,
+                                 ftrabit_allreduce_alg_t alg)
+{
+    ftrabit_rsag_step_t steps[FTRABIT_MAX_STEPS];
+    int nsteps = 0, err;
+
+    if (FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER == alg && fold->vrank >= 0) {
+        nsteps = ftrabit_rsag_schedule(fold->p2, fold->vrank, v->count, steps);
+    }
+    err = ftrabit_scratch_for(v, fold, alg, steps, nsteps);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (fold->fold_peer >= 0) {
+        err = ftrabit_fold_in(v, fold);
+    }
+    if (MPI_SUCCESS == err && fold->vrank >= 0) {
+        err = FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER == alg
+                  ? ftrabit_allreduce_rsag(v, fold, steps, nsteps)
+                  : ftrabit_allreduce_recursive_doubling(v, fold);
+    }
+    if (MPI_SUCCESS == err && NULL != v->sbuf) {
+        /* No exchange took the data out of the send buffer (a single virtual rank). */
+        ftrabit_range_t all = {0, v->count};
+        err = ftrabit_copy_to_buf(v, 0, all);
+    }
+    if (MPI_SUCCESS == err && fold->fold_peer >= 0) {
+        err = ftrabit_fold_out(v, fold);
+    }
+    ftrabit_scratch_put(v->module, v->scratch_mem);
     return err;
 }
 
-static int ftrabit_allreduce_in(void *buf, size_t count, ompi_datatype_t *dtype, ompi_op_t *op,
-                                ompi_communicator_t *comm)
+static int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count,
+                                    ompi_datatype_t *dtype, ompi_op_t *op,
+                                    ompi_communicator_t *comm, mca_coll_ftrabit_module_t *module)
 {
-    ftrabit_vector_t v;
-    int err = ftrabit_vector_init(&v, buf, count, dtype, op, comm);
+    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+    int size = ompi_comm_size(comm);
+    ptrdiff_t lb;
+    size_t type_size;
+    ftrabit_fold_t fold;
+    /* A send buffer that is the receive buffer (erroneous without MPI_IN_PLACE) is
+     * treated as MPI_IN_PLACE rather than read after being written. */
+    ftrabit_vector_t v = {.sbuf = (MPI_IN_PLACE == sbuf || sbuf == buf) ? NULL : sbuf,
+                          .buf = buf,
+                          .count = count, .dtype = dtype, .op = op, .comm = comm,
+                          .module = module};
 
-    if (MPI_SUCCESS == err) {
-        err = ftrabit_allreduce_vector(&v);
-        free(v.scratch_alloc);
-    }
-    return err;
+    ompi_datatype_get_extent(dtype, &lb, &v.extent);
+    ompi_datatype_type_size(dtype, &type_size);
+    ftrabit_fold(size, ompi_comm_rank(comm), &fold);
+    ftrabit_allreduce_alg_t alg = ftrabit_choose_allreduce(c->allreduce_algorithm,
+                                                           count * type_size, count, size,
+                                                           c->allreduce_rsag_min_bytes);
+    FTRABIT_VERBOSE(10, "coll:ftrabit: allreduce of %zu elements on %s: %s", count,
+                    ompi_comm_print_cid(comm),
+                    FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING == alg ? "recursive_doubling"
+                                                                : "reduce_scatter_allgather");
+    return ftrabit_allreduce_run(&v, &fold, alg);
 }
 
 /* The predefined type a predefined operation should run on. Open MPI 5.0.7 maps
@@ -231,27 +362,20 @@ int mca_coll_ftrabit_allreduce(const void *sbuf, void *rbuf, int count,
                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
+    mca_coll_ftrabit_module_t *m = (mca_coll_ftrabit_module_t *) module;
     size_t type_size;
     int err;
 
-    (void) module;
     __atomic_fetch_add(&mca_coll_ftrabit_component.allreduce_calls, 1, __ATOMIC_RELAXED);
     ompi_datatype_type_size(dtype, &type_size);
     if (count <= 0 || 0 == type_size) {
         return MPI_SUCCESS;
     }
-    if (MPI_IN_PLACE != sbuf) {
-        err = ompi_datatype_copy_content_same_ddt(dtype, count, rbuf, (char *) sbuf);
-        if (MPI_SUCCESS != err) {
-            return err;
-        }
-    }
     /* The MPI layer admits predefined operations on predefined datatypes only; user
      * operations see the user's datatype and layout. */
     if (ompi_op_is_intrinsic(op)) {
-        err = ftrabit_allreduce_in(rbuf, count, ftrabit_reduction_type(dtype), op, comm);
-    } else {
-        err = ftrabit_allreduce_in(rbuf, count, dtype, op, comm);
+        dtype = ftrabit_reduction_type(dtype);
     }
-    return MPI_SUCCESS == err ? err : ftrabit_collective_failed(err, comm);
+    err = ftrabit_allreduce_vector(sbuf, rbuf, count, dtype, op, comm, m);
+    return ftrabit_collective_outcome(err, comm);
 }

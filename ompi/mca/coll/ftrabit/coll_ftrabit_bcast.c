@@ -73,7 +73,9 @@ static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtyp
 
     ompi_datatype_type_size(dtype, &type_size);
     ompi_datatype_get_extent(dtype, &lb, &extent);
-    size_t segcount = mca_coll_ftrabit_component.bcast_segment_bytes / type_size;
+    size_t segcount = ftrabit_bcast_segment_bytes(count * type_size, size,
+                                                  mca_coll_ftrabit_component.bcast_segment_bytes)
+                      / type_size;
     if (0 == segcount) {
         segcount = 1;
     }
@@ -153,5 +155,5 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
                     FTRABIT_BCAST_PIPELINE == alg ? "pipeline" : "binomial");
     int err = FTRABIT_BCAST_PIPELINE == alg ? ftrabit_bcast_pipeline(buff, count, dtype, root, comm)
                                             : ftrabit_bcast_binomial(buff, count, dtype, root, comm);
-    return MPI_SUCCESS == err ? err : ftrabit_collective_failed(err, comm);
+    return ftrabit_collective_outcome(err, comm);
 }

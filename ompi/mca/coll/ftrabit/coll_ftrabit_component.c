@@ -146,8 +146,11 @@ static int ftrabit_register(void)
 
     c->bcast_segment_bytes = 65536;
     register_size("bcast_segment_bytes",
-                  "Segment size in bytes of the pipelined MPI_Bcast (at least one datatype "
-                  "element is sent per segment); must be greater than 0",
+                  "Smallest segment size in bytes of the pipelined MPI_Bcast: segments grow "
+                  "with the message, to about sqrt(bytes * 32 KiB / (ranks - 2)), which "
+                  "balances per-message costs against the time to fill the chain, but are "
+                  "never smaller than this (and hold at least one datatype element); must be "
+                  "greater than 0",
                   &c->bcast_segment_bytes);
 
     c->recovery = 0;
@@ -173,6 +176,25 @@ static int ftrabit_register(void)
                   "survivors; only possible when MPI_Comm_spawn returns an error) or abort "
                   "(end the job with a message naming the missing ranks)",
                   recovery_fallbacks, &c->recovery_fallback);
+
+    c->uniform = false;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "uniform",
+        "MPI_Allreduce and MPI_Bcast under ULFM: after each one, the survivors agree on its "
+        "outcome, so that it succeeds on every rank or fails on every rank (one agreement "
+        "per call; see docs/uniform.md for its cost). For applications that recover with "
+        "plain ULFM calls",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL,
+        &c->uniform);
+
+    c->test_kill_in_recovery = -1;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "test_kill_in_recovery",
+        "For testing recovery: the process with this original rank kills itself (SIGKILL) "
+        "during its first recovery, after the survivors agreed on the failed set and before "
+        "the replacements join (-1: never)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL,
+        &c->test_kill_in_recovery);
 
     c->local_replicas = 2;
     (void) mca_base_component_var_register(

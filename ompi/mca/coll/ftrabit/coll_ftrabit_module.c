@@ -4,6 +4,8 @@
  */
 #include "ompi_config.h"
 
+#include <stdlib.h>
+
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/base/base.h"
 
@@ -15,6 +17,39 @@ static void ftrabit_module_construct(mca_coll_ftrabit_module_t *module)
     module->previous_allreduce_module = NULL;
     module->previous_bcast = NULL;
     module->previous_bcast_module = NULL;
+    module->scratch = NULL;
+    module->scratch_size = 0;
+}
+
+/*
+ * Scratch memory. The policy, with no parameter to tune: the module keeps one buffer, the
+ * largest any collective on its communicator has needed so far, as long as that is at most
+ * FTRABIT_SCRATCH_KEEP_MAX (16 MiB); it is freed with the module, when the communicator is
+ * freed. A larger need gets its own memory for the one call. So a communicator holds at
+ * most 16 MiB of scratch, and repeated collectives of up to that size neither call malloc
+ * nor take page faults on fresh memory (for large vectors those cost as much as a good part
+ * of the transfer). Collectives on one communicator never overlap (MPI orders them), so
+ * one buffer per module is enough, even with threads.
+ */
+void *ftrabit_scratch_get(mca_coll_ftrabit_module_t *module, size_t bytes)
+{
+    if (bytes <= module->scratch_size) {
+        return module->scratch;
+    }
+    if (bytes > FTRABIT_SCRATCH_KEEP_MAX) {
+        return malloc(bytes);
+    }
+    free(module->scratch);
+    module->scratch = malloc(bytes);
+    module->scratch_size = NULL == module->scratch ? 0 : bytes;
+    return module->scratch;
+}
+
+void ftrabit_scratch_put(mca_coll_ftrabit_module_t *module, void *mem)
+{
+    if (mem != module->scratch) {
+        free(mem);
+    }
 }
 
 static void ftrabit_module_release_previous(mca_coll_ftrabit_module_t *module)
@@ -35,6 +70,9 @@ static void ftrabit_module_release_previous(mca_coll_ftrabit_module_t *module)
 static void ftrabit_module_destruct(mca_coll_ftrabit_module_t *module)
 {
     ftrabit_module_release_previous(module);
+    free(module->scratch);
+    module->scratch = NULL;
+    module->scratch_size = 0;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ftrabit_module_t, mca_coll_base_module_t,

@@ -70,6 +70,35 @@ int ftrabit_binomial_children(int size, int vrank, int *children, int max_childr
     return n;
 }
 
+/* Integer square root: the largest r with r * r <= n. */
+static size_t ftrabit_isqrt(size_t n)
+{
+    size_t r = 0;
+
+    for (size_t bit = (size_t) 1 << (sizeof(size_t) * 4 - 1); bit > 0; bit >>= 1) {
+        size_t t = r | bit;
+        if (t <= n / t) {
+            r = t;
+        }
+    }
+    return r;
+}
+
+#define FTRABIT_MESSAGE_OVERHEAD_BYTES ((size_t) 32 << 10)
+
+size_t ftrabit_bcast_segment_bytes(size_t bytes, int size, size_t min_segment)
+{
+    size_t hops = size > 3 ? (size_t) size - 2 : 1;
+    size_t per_hop = bytes / hops;
+
+    if (per_hop > SIZE_MAX / FTRABIT_MESSAGE_OVERHEAD_BYTES) {
+        per_hop = SIZE_MAX / FTRABIT_MESSAGE_OVERHEAD_BYTES;
+    }
+    size_t best = ftrabit_isqrt(per_hop * FTRABIT_MESSAGE_OVERHEAD_BYTES);
+
+    return best > min_segment ? best : min_segment;
+}
+
 size_t ftrabit_segments(size_t count, size_t segcount)
 {
     if (0 == segcount) {

@@ -70,6 +70,14 @@ int ftrabit_rsag_schedule(int p2, int vrank, size_t count, ftrabit_rsag_step_t *
 int ftrabit_binomial_parent(int vrank);
 int ftrabit_binomial_children(int size, int vrank, int *children, int max_children);
 
+/* Segment size in bytes of the pipelined broadcast of `bytes` bytes on `size` ranks: at
+ * least `min_segment`. A pipeline of s-byte segments over a chain of p ranks takes about
+ * (bytes/s + p - 2) * (s/bandwidth + overhead), least at s = sqrt(bytes * overhead *
+ * bandwidth / (p - 2)); overhead * bandwidth, the bytes one message's fixed cost is worth,
+ * is taken as 32 KiB (a few microseconds at several GB/s, shared memory and fast networks
+ * alike). Long chains keep small segments; few ranks and long messages get large ones. */
+size_t ftrabit_bcast_segment_bytes(size_t bytes, int size, size_t min_segment);
+
 /* Number of segments of at most `segcount` elements in `count` elements. */
 size_t ftrabit_segments(size_t count, size_t segcount);
 

@@ -263,7 +263,9 @@ int ftrabit_catch_up(ftrabit_state_t *st)
     int rc = ftrabit_plan_recovery(all, size, st->orig_size, ftrabit_settings.result_replicas,
                                    ftrabit_settings.local_replicas, &plan);
     if (FTRABIT_PLAN_OK != rc) {
-        fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+        if (0 == rank) { /* every rank computed the same plan: one message is enough */
+            fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+        }
         err = MPI_ERR_OTHER;
         goto out;
     }

@@ -30,6 +30,7 @@ typedef struct {
     int result_replicas;   /* ranks keeping each cached result (0: all) */
     int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
+    int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */
     int verbose;
 } ftrabit_settings_t;
 

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,23 @@ static void ftrabit_adopt_shrunk_numbering(ftrabit_state_t *st)
     MPI_Comm_size(st->comm, &st->orig_size);
 }
 
+/* coll_ftrabit_test_kill_in_recovery: a failure in the middle of a recovery, on demand. */
+static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st)
+{
+    static int recoveries_seen;
+
+    MPI_Comm parent;
+
+    MPI_Comm_get_parent(&parent);
+    if (st->orig_rank == ftrabit_settings.test_kill_in_recovery && 0 == recoveries_seen++
+        && MPI_COMM_NULL == parent) {
+        fprintf(stderr, "ftrabit: original rank %d killing itself during recovery "
+                        "(coll_ftrabit_test_kill_in_recovery)\n", st->orig_rank);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+}
+
 /* One rebuild of `current`: the new communicator in *rebuilt. */
 static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking,
                            MPI_Comm *rebuilt)
@@ -248,6 +266,7 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
         return err;
     }
     MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
+    ftrabit_maybe_die_for_test(st);
     if (*shrinking) {
         *rebuilt = shrunk;
         return MPI_SUCCESS;

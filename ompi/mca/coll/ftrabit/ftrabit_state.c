@@ -14,6 +14,7 @@ ftrabit_settings_t ftrabit_settings = {
     .result_replicas = 0,
     .recovery_timeout = 60,
     .recovery_fallback = FTRABIT_RECOVER_ABORT,
+    .test_kill_in_recovery = -1,
     .verbose = 0,
 };
 
@@ -106,6 +107,8 @@ void ftrabit_read_settings(void)
                                                 s->recovery_timeout);
     s->recovery_fallback = ftrabit_read_int_cvar("coll_ftrabit_recovery_fallback",
                                                  s->recovery_fallback);
+    s->test_kill_in_recovery = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_recovery",
+                                                     s->test_kill_in_recovery);
     s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
     MPI_T_finalize();
     if (FTRABIT_RECOVER_SHRINK == s->policy) {

@@ -1,0 +1,344 @@
+/*
+ * ompi-resilience: pml/dr2 module: the PML function table, process and communicator
+ * management, progress, failures (see pml_dr2.h).
+ */
+#include "ompi_config.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "opal/class/opal_bitmap.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/show_help.h"
+
+#include "ompi/errhandler/errhandler.h"
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/pml/base/base.h"
+#include "ompi/runtime/mpiruntime.h"
+#include "ompi/runtime/params.h"
+#include "ompi/mca/common/ompires/ompires_abi.h"
+
+#include "pml_dr2.h"
+#include "pml_dr2_comm.h"
+#include "pml_dr2_peer.h"
+#include "pml_dr2_recvfrag.h"
+#include "pml_dr2_vfrag.h"
+
+mca_pml_dr2_t mca_pml_dr2 = {
+    .super = {
+        .pml_add_procs = mca_pml_dr2_add_procs,
+        .pml_del_procs = mca_pml_dr2_del_procs,
+        .pml_enable = mca_pml_dr2_enable,
+        .pml_progress = mca_pml_dr2_progress,
+        .pml_add_comm = mca_pml_dr2_add_comm,
+        .pml_del_comm = mca_pml_dr2_del_comm,
+        .pml_revoke_comm = mca_pml_dr2_revoke_comm,
+        .pml_irecv_init = mca_pml_dr2_irecv_init,
+        .pml_irecv = mca_pml_dr2_irecv,
+        .pml_recv = mca_pml_dr2_recv,
+        .pml_isend_init = mca_pml_dr2_isend_init,
+        .pml_isend = mca_pml_dr2_isend,
+        .pml_send = mca_pml_dr2_send,
+        .pml_iprobe = mca_pml_dr2_iprobe,
+        .pml_probe = mca_pml_dr2_probe,
+        .pml_start = mca_pml_dr2_start,
+        .pml_improbe = mca_pml_dr2_improbe,
+        .pml_mprobe = mca_pml_dr2_mprobe,
+        .pml_imrecv = mca_pml_dr2_imrecv,
+        .pml_mrecv = mca_pml_dr2_mrecv,
+        .pml_dump = mca_pml_dr2_dump,
+        /* 16 bits would do for our header (32-bit ctx); ob1's limit keeps the classic
+         * CID allocation identical */
+        .pml_max_contextid = 65535,
+        .pml_max_tag = INT_MAX,
+        /* REQUIRE_WORLD: every process of the job is added (and its BTL endpoints mapped
+         * to a peer) before the first message, so that a segment from any of them can be
+         * attributed. No SUPPORTS_EXT_CID: communicator ids are then the same everywhere
+         * and the 32-bit ctx of our header names a communicator on both sides. */
+        .pml_flags = MCA_PML_BASE_FLAG_REQUIRE_WORLD,
+        .pml_get_transports = NULL,
+    },
+};
+
+static bool callbacks_registered = false;
+static bool failures_pending = false;
+
+/* ---- failures ------------------------------------------------------------------------- */
+
+void mca_pml_dr2_peer_unreachable(struct ompi_proc_t *proc, const char *why)
+{
+    mca_pml_dr2_peer_t *peer = NULL;
+
+    if (OPAL_SUCCESS
+            != opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
+                                                (void **) &peer)
+        || peer->failed) {
+        return;
+    }
+    DR2_VERBOSE(1, "pml:dr2: peer %s is unreachable: %s", OMPI_NAME_PRINT(&proc->super.proc_name),
+                why);
+    /* Stop sending at once; the rest (abandoning its messages, telling ULFM) happens in
+     * progress, outside whatever dr2 frame noticed it. */
+    peer->failed = true;
+    failures_pending = true;
+}
+
+static void handle_failures(void)
+{
+    mca_pml_dr2_peer_t *peer;
+
+    failures_pending = false;
+    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        if (!peer->failed || peer->failure_handled) {
+            continue;
+        }
+        peer->failure_handled = true;
+        mca_pml_dr2_peer_abort_all(peer, MPI_ERR_PROC_FAILED);
+        peer->nacks = 0;
+        mca_pml_dr2_peer_set_work(peer);
+        if (ompi_mpi_state >= OMPI_MPI_STATE_FINALIZE_PAST_COMM_SELF_DESTRUCT) {
+            continue;
+        }
+        if (ompi_ftmpi_enabled) {
+            if (ompi_proc_is_active(peer->proc)) {
+                ompi_errhandler_proc_failed(peer->proc);
+            }
+        } else {
+            ompires_add_help_dir();
+            opal_show_help("help-pml-dr2.txt", "peer-unreachable", true,
+                           OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                           mca_pml_dr2.retry_limit);
+            ompi_mpi_errors_are_fatal_comm_handler(NULL, NULL, "pml dr2: peer unreachable");
+        }
+    }
+}
+
+static void error_handler(struct mca_btl_base_module_t *btl, int32_t flags, opal_proc_t *errproc,
+                          char *btlinfo)
+{
+    if (ompi_mpi_state >= OMPI_MPI_STATE_FINALIZE_PAST_COMM_SELF_DESTRUCT) {
+        return; /* BTLs report peers leaving during a normal finalize */
+    }
+    DR2_VERBOSE(1, "pml:dr2: the %s BTL reports an error for %s: %s",
+                btl->btl_component->btl_version.mca_component_name,
+                NULL == errproc ? "an unknown peer" : OMPI_NAME_PRINT(&errproc->proc_name),
+                NULL == btlinfo ? "" : btlinfo);
+    if (ompi_ftmpi_enabled && NULL != errproc) {
+        mca_pml_dr2_enter();
+        mca_pml_dr2_peer_unreachable((ompi_proc_t *) errproc, "BTL error");
+        mca_pml_dr2_leave();
+        ompi_errhandler_proc_failed((ompi_proc_t *) errproc);
+        return;
+    }
+    ompi_mpi_errors_are_fatal_comm_handler(NULL, NULL, btlinfo);
+}
+
+/* ---- processes ------------------------------------------------------------------------- */
+
+int mca_pml_dr2_add_procs(struct ompi_proc_t **procs, size_t nprocs)
+{
+    opal_bitmap_t reachable;
+    int rc;
+
+    if (0 == nprocs) {
+        return OMPI_SUCCESS;
+    }
+    rc = mca_pml_base_pml_check_selected("dr2", procs, nprocs);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (NULL == mca_bml.bml_add_procs) {
+        return OMPI_ERR_UNREACH;
+    }
+    OBJ_CONSTRUCT(&reachable, opal_bitmap_t);
+    rc = opal_bitmap_init(&reachable, (int) nprocs);
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_bml.bml_add_procs(nprocs, procs, &reachable);
+    }
+    OBJ_DESTRUCT(&reachable);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    mca_pml_dr2_enter();
+    for (size_t i = 0; i < nprocs; i++) {
+        (void) mca_pml_dr2_peer_get(procs[i]);
+    }
+    mca_pml_dr2_leave();
+    if (!callbacks_registered) {
+        rc = mca_bml.bml_register(MCA_PML_DR2_BTL_TAG, mca_pml_dr2_recv_frag_callback, NULL);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        rc = mca_bml.bml_register_error(error_handler);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        callbacks_registered = true;
+    }
+    return OMPI_SUCCESS;
+}
+
+static size_t unacked_vfrags(void)
+{
+    mca_pml_dr2_peer_t *peer;
+    size_t n = 0;
+
+    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        if (!peer->failed && ompi_proc_is_active(peer->proc)) {
+            n += opal_list_get_size(&peer->tx_unacked) + opal_list_get_size(&peer->tx_blocked);
+        }
+    }
+    return n;
+}
+
+int mca_pml_dr2_del_procs(struct ompi_proc_t **procs, size_t nprocs)
+{
+    uint64_t give_up;
+
+    /* Eager sends completed before their data was acknowledged: give the last ones a
+     * chance to be delivered (and acknowledged) before the BTLs go away. Bounded: a peer
+     * that already left cannot acknowledge anything. */
+    give_up = mca_pml_dr2_now_us() + 2 * (uint64_t) mca_pml_dr2.ack_timeout_max_us;
+    for (;;) {
+        size_t left;
+        mca_pml_dr2_enter();
+        left = unacked_vfrags();
+        mca_pml_dr2_leave();
+        if (0 == left || mca_pml_dr2_now_us() > give_up) {
+            break;
+        }
+        opal_progress();
+    }
+    mca_pml_dr2_enter();
+    for (size_t i = 0; i < nprocs; i++) {
+        mca_pml_dr2_peer_t *peer = NULL;
+        if (OPAL_SUCCESS
+            == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc,
+                                                (uint64_t) (uintptr_t) procs[i], (void **) &peer)) {
+            /* the BML endpoint is about to go: nothing may be sent any more */
+            peer->failed = true;
+            peer->failure_handled = true;
+            mca_pml_dr2_peer_abort_all(peer, MPI_ERR_PROC_FAILED);
+            peer->nacks = 0;
+            mca_pml_dr2_peer_set_work(peer);
+        }
+    }
+    mca_pml_dr2_leave();
+    if (NULL != mca_bml.bml_del_procs) {
+        return mca_bml.bml_del_procs(nprocs, procs);
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_dr2_enable(bool enable)
+{
+    mca_pml_dr2.enabled = enable;
+    return OMPI_SUCCESS;
+}
+
+/* ---- progress ---------------------------------------------------------------------------- */
+
+int mca_pml_dr2_progress(void)
+{
+    mca_pml_dr2_peer_t *peer;
+    int work = 0;
+
+    /* The common case, nothing to do, costs three loads and no lock. */
+    if (0 == mca_pml_dr2.peers_with_work && 0 == mca_pml_dr2.timers_armed && !failures_pending) {
+        return 0;
+    }
+    mca_pml_dr2_enter();
+    if (failures_pending && 1 == mca_pml_dr2.depth) {
+        handle_failures();
+    }
+    if (mca_pml_dr2.timers_armed > 0) {
+        uint64_t now = mca_pml_dr2_now_us();
+        if (now >= mca_pml_dr2.next_deadline_us) {
+            /* a peer ULFM learnt is dead (from the runtime, not from us) stops here */
+            OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+                if (!peer->failed && !ompi_proc_is_active(peer->proc)) {
+                    mca_pml_dr2_peer_unreachable(peer->proc, "reported failed");
+                }
+            }
+            work += mca_pml_dr2_timers_check(now);
+        }
+    }
+    if (mca_pml_dr2.peers_with_work > 0) {
+        OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+            if (peer->has_work) {
+                mca_pml_dr2_peer_flush_acks(peer);
+                mca_pml_dr2_peer_push(peer);
+                work++;
+            }
+        }
+    }
+    mca_pml_dr2_leave();
+    return work;
+}
+
+/* ---- diagnostics ------------------------------------------------------------------------- */
+
+int mca_pml_dr2_dump(struct ompi_communicator_t *comm, int verbose)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    mca_pml_dr2_counters_t *c = &mca_pml_dr2.counters;
+    mca_pml_dr2_peer_t *peer;
+
+    mca_pml_dr2_enter();
+    opal_output(0, "pml:dr2: communicator %s (cid %u): %zu posted receives, %zu unexpected",
+                comm->c_name, ompi_comm_get_local_cid(comm),
+                NULL == dcomm ? (size_t) 0 : opal_list_get_size(&dcomm->posted),
+                NULL == dcomm ? (size_t) 0 : opal_list_get_size(&dcomm->unexpected));
+    opal_output(0,
+                "pml:dr2: fragments sent %lu received %lu, retransmits %lu (fast %lu), "
+                "timeouts %lu, acks %lu/%lu, nacks %lu/%lu, crc errors %lu, duplicates %lu, "
+                "malformed %lu, unknown msg %lu, injected drop/corrupt/dup %lu/%lu/%lu",
+                c->frags_sent, c->frags_received, c->retransmits, c->fast_retransmits, c->timeouts,
+                c->acks_sent, c->acks_received, c->nacks_sent, c->nacks_received,
+                c->data_crc_errors, c->duplicates, c->malformed, c->unknown_msg, c->injected_drop,
+                c->injected_corrupt, c->injected_dup);
+    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        if (verbose > 0 || !opal_list_is_empty(&peer->tx_unacked)) {
+            opal_output(0,
+                        "pml:dr2: peer %s%s: next vfrag %u, %zu unacked, %zu blocked, %zu awaiting "
+                        "match, srtt %u us, rto %u us",
+                        OMPI_NAME_PRINT(&peer->proc->super.proc_name), peer->failed ? " (failed)" : "",
+                        peer->tx_next_id, opal_list_get_size(&peer->tx_unacked),
+                        opal_list_get_size(&peer->tx_blocked),
+                        opal_list_get_size(&peer->tx_await_match), peer->srtt_us, peer->rto_us);
+        }
+    }
+    mca_pml_dr2_leave();
+    return OMPI_SUCCESS;
+}
+
+/* ---- finalize ------------------------------------------------------------------------------ */
+
+int mca_pml_dr2_finalize(void)
+{
+    opal_list_item_t *item;
+
+    if (callbacks_registered && NULL != mca_bml.bml_register) {
+        /* nothing more may be delivered to us */
+        (void) mca_bml.bml_register(MCA_PML_DR2_BTL_TAG, NULL, NULL);
+    }
+    callbacks_registered = false;
+    mca_pml_dr2_enter();
+    while (NULL != (item = opal_list_remove_first(&mca_pml_dr2.peers))) {
+        mca_pml_dr2_peer_t *peer = (mca_pml_dr2_peer_t *) item;
+        peer->failed = true;
+        mca_pml_dr2_peer_release(peer);
+        OBJ_RELEASE(peer->proc);
+        OBJ_RELEASE(peer);
+    }
+    while (NULL != (item = opal_list_remove_first(&mca_pml_dr2.nocomm))) {
+        mca_pml_dr2_rxmsg_release((mca_pml_dr2_rxmsg_t *) item);
+    }
+    while (NULL != (item = opal_list_remove_first(&mca_pml_dr2.deferred))) {
+        OBJ_DESTRUCT(item);
+        free(item);
+    }
+    mca_pml_dr2.depth--;
+    OPAL_THREAD_UNLOCK(&mca_pml_dr2.lock);
+    return OMPI_SUCCESS;
+}

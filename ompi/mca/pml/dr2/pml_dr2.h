@@ -1,0 +1,193 @@
+/*
+ * ompi-resilience: pml/dr2, a point-to-point layer that survives lost, corrupted and
+ * duplicated fragments (see ../../../../../shared/DESIGN.md, section pml/dr2).
+ *
+ * The module: parameters, global state and the one lock that protects it.
+ *
+ * Concurrency model. All protocol state (peers, vfrags, matching queues) is protected by
+ * one recursive lock. Recursive, because BTLs may call back into us from inside a call we
+ * made (btl/self delivers a send to our receive callback before btl_send returns). Such a
+ * nested delivery is never processed in place: the segment is copied and queued
+ * (mca_pml_dr2.deferred) and processed when the outermost dr2 frame leaves, so that the
+ * receive path never runs while another dr2 frame is half-way through a data structure.
+ * The lock is never held across opal_progress().
+ */
+#ifndef MCA_PML_DR2_H
+#define MCA_PML_DR2_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "opal/class/opal_hash_table.h"
+#include "opal/class/opal_list.h"
+#include "opal/class/opal_free_list.h"
+#include "opal/mca/threads/mutex.h"
+#include "opal/util/output.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/bml/bml.h"
+#include "ompi/mca/pml/base/base.h"
+#include "ompi/mca/pml/base/pml_base_recvreq.h"
+#include "ompi/mca/pml/base/pml_base_sendreq.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/message/message.h"
+#include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+
+#include "pml_dr2_hdr.h"
+
+BEGIN_C_DECLS
+
+/* One active-message tag carries every dr2 segment: headers describe themselves. Inside
+ * the PML range 0x40-0x5F (ob1 is never active at the same time: one PML per job). */
+#define MCA_PML_DR2_BTL_TAG (MCA_BTL_TAG_PML + 0x12)
+
+/* Largest message sent eagerly (complete at buffering). The receiver accepts MATCH
+ * messages up to this size from any peer and buffers them when they are unexpected. */
+#define MCA_PML_DR2_EAGER_LIMIT_MAX (1024 * 1024)
+
+/* Pending ACK/NACK entries per peer before a flush is forced. */
+#define MCA_PML_DR2_MAX_PENDING_ACKS 32
+
+enum {
+    MCA_PML_DR2_CHECKSUM_NONE = 0,
+    MCA_PML_DR2_CHECKSUM_CRC32C = 1,
+};
+
+/* Counters of everything that goes wrong or gets repaired, exported as MPI_T pvars. */
+typedef struct {
+    unsigned long hdr_errors[PML_DR2_HDR_NUM_STATUS]; /* decode failures by reason */
+    unsigned long malformed;        /* decoded but inconsistent with our state: dropped */
+    unsigned long data_crc_errors;  /* payload checksum failures (NACKed) */
+    unsigned long duplicates;       /* fragments dropped as duplicates */
+    unsigned long unknown_msg;      /* fragments of a message we have no header for */
+    unsigned long unknown_endpoint; /* segments from an endpoint we cannot map to a peer */
+    unsigned long retransmits;      /* fragments sent again */
+    unsigned long fast_retransmits; /* of which: resent on a gap shown by an ACK */
+    unsigned long timeouts;         /* ACK timer expiries */
+    unsigned long acks_sent, nacks_sent, acks_received, nacks_received;
+    unsigned long frags_sent, frags_received;
+    unsigned long injected_drop, injected_corrupt, injected_dup;
+} mca_pml_dr2_counters_t;
+
+typedef struct mca_pml_dr2_t {
+    mca_pml_base_module_t super;
+
+    /* ---- parameters (registered by the component) ---- */
+    size_t frag_size;         /* payload bytes per fragment (capped by the BTL) */
+    size_t eager_limit;       /* largest message sent eagerly */
+    int checksum;             /* MCA_PML_DR2_CHECKSUM_* */
+    unsigned ack_timeout_us;  /* initial ACK timeout, before any RTT sample */
+    unsigned ack_timeout_min_us;
+    unsigned ack_timeout_max_us;
+    int retry_limit;          /* timer expiries per vfrag before the peer is failed; 0: never */
+    unsigned window;          /* vfrags in flight per peer (power of two <= 1024) */
+    int free_list_max;
+    int priority;
+    int verbose;
+    int output;
+    double inject_drop, inject_corrupt, inject_dup;
+    unsigned inject_seed;
+    bool inject_enabled;      /* any injection probability > 0 */
+
+    /* ---- state ---- */
+    opal_recursive_mutex_t lock;
+    int depth;                /* nesting of dr2 frames in the thread holding the lock */
+    bool enabled;
+    opal_list_t peers;        /* every mca_pml_dr2_peer_t */
+    opal_hash_table_t peer_by_proc;     /* ompi_proc_t* -> peer */
+    opal_hash_table_t peer_by_endpoint; /* btl endpoint* -> peer */
+    opal_list_t deferred;     /* segments delivered while a dr2 frame was active */
+    opal_list_t nocomm;       /* received messages for communicators not created yet */
+    uint64_t next_deadline_us;/* earliest timer of any peer; UINT64_MAX if none */
+    size_t timers_armed;      /* vfrags + rendezvous waiting on a timer */
+    size_t peers_with_work;   /* peers with ACKs to flush or fragments to send */
+    opal_free_list_t send_requests;
+    opal_free_list_t recv_requests;
+    uint64_t rng_state;       /* fault injection */
+    mca_pml_dr2_counters_t counters;
+} mca_pml_dr2_t;
+
+extern mca_pml_dr2_t mca_pml_dr2;
+OMPI_DECLSPEC extern mca_pml_base_component_2_1_0_t mca_pml_dr2_component;
+
+/* ---- locking: every public entry point brackets its work with enter/leave ---- */
+void mca_pml_dr2_drain_deferred(void);
+
+static inline void mca_pml_dr2_enter(void)
+{
+    OPAL_THREAD_LOCK(&mca_pml_dr2.lock);
+    mca_pml_dr2.depth++;
+}
+
+static inline void mca_pml_dr2_leave(void)
+{
+    if (1 == mca_pml_dr2.depth && !opal_list_is_empty(&mca_pml_dr2.deferred)) {
+        mca_pml_dr2_drain_deferred();
+    }
+    mca_pml_dr2.depth--;
+    OPAL_THREAD_UNLOCK(&mca_pml_dr2.lock);
+}
+
+static inline uint64_t mca_pml_dr2_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* ---- module entry points (pml_dr2.c and friends) ---- */
+int mca_pml_dr2_add_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_dr2_del_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_dr2_enable(bool enable);
+int mca_pml_dr2_progress(void);
+int mca_pml_dr2_add_comm(struct ompi_communicator_t *comm);
+int mca_pml_dr2_del_comm(struct ompi_communicator_t *comm);
+int mca_pml_dr2_revoke_comm(struct ompi_communicator_t *comm, bool coll_only);
+int mca_pml_dr2_dump(struct ompi_communicator_t *comm, int verbose);
+int mca_pml_dr2_finalize(void);
+
+int mca_pml_dr2_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode,
+                           struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
+                      struct ompi_request_t **request);
+int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm);
+
+int mca_pml_dr2_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                           struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_dr2_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                      struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_dr2_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                     struct ompi_communicator_t *comm, ompi_status_public_t *status);
+int mca_pml_dr2_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                       struct ompi_message_t **message, struct ompi_request_t **request);
+int mca_pml_dr2_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                      struct ompi_message_t **message, ompi_status_public_t *status);
+
+int mca_pml_dr2_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                       ompi_status_public_t *status);
+int mca_pml_dr2_probe(int src, int tag, struct ompi_communicator_t *comm,
+                      ompi_status_public_t *status);
+int mca_pml_dr2_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                        struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_dr2_mprobe(int src, int tag, struct ompi_communicator_t *comm,
+                       struct ompi_message_t **message, ompi_status_public_t *status);
+
+int mca_pml_dr2_start(size_t count, ompi_request_t **requests);
+
+/* A peer is unreachable: fail it (ULFM) or abort the job. */
+void mca_pml_dr2_peer_unreachable(struct ompi_proc_t *proc, const char *why);
+
+#define DR2_VERBOSE(level, ...) opal_output_verbose(level, mca_pml_dr2.output, __VA_ARGS__)
+
+END_C_DECLS
+
+#endif /* MCA_PML_DR2_H */

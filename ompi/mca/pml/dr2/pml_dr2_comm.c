@@ -1,0 +1,159 @@
+/*
+ * ompi-resilience: pml/dr2 per-communicator matching state (see pml_dr2_comm.h).
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+
+#include "pml_dr2.h"
+#include "pml_dr2_comm.h"
+#include "pml_dr2_recvfrag.h"
+#include "pml_dr2_recvreq.h"
+
+static void comm_construct(mca_pml_dr2_comm_t *dcomm)
+{
+    OBJ_CONSTRUCT(&dcomm->posted, opal_list_t);
+    OBJ_CONSTRUCT(&dcomm->unexpected, opal_list_t);
+    dcomm->nprocs = 0;
+    dcomm->procs = NULL;
+}
+
+static void release_msgs(opal_list_t *list)
+{
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_remove_first(list))) {
+        mca_pml_dr2_rxmsg_release((mca_pml_dr2_rxmsg_t *) item);
+    }
+}
+
+static void comm_destruct(mca_pml_dr2_comm_t *dcomm)
+{
+    /* posted receives belong to the MPI layer; unmatched messages die with us */
+    release_msgs(&dcomm->unexpected);
+    OBJ_DESTRUCT(&dcomm->unexpected);
+    OBJ_DESTRUCT(&dcomm->posted);
+    for (int i = 0; i < dcomm->nprocs; i++) {
+        release_msgs(&dcomm->procs[i].out_of_order);
+        OBJ_DESTRUCT(&dcomm->procs[i].out_of_order);
+    }
+    free(dcomm->procs);
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_dr2_comm_t, opal_object_t, comm_construct, comm_destruct);
+
+mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer(ompi_communicator_t *comm, int rank)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    mca_pml_dr2_comm_proc_t *cp;
+
+    if (rank < 0 || rank >= dcomm->nprocs) {
+        return NULL;
+    }
+    cp = &dcomm->procs[rank];
+    if (OPAL_UNLIKELY(NULL == cp->peer)) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
+        if (NULL != proc) {
+            cp->peer = mca_pml_dr2_peer_get(proc);
+        }
+    }
+    return cp->peer;
+}
+
+int mca_pml_dr2_add_comm(struct ompi_communicator_t *comm)
+{
+    mca_pml_dr2_comm_t *dcomm = OBJ_NEW(mca_pml_dr2_comm_t);
+    mca_pml_dr2_rxmsg_t *msg, *next;
+    uint32_t cid = ompi_comm_get_local_cid(comm);
+
+    if (NULL == dcomm) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    dcomm->nprocs = comm->c_remote_group->grp_proc_count;
+    dcomm->procs = calloc(dcomm->nprocs > 0 ? dcomm->nprocs : 1, sizeof(*dcomm->procs));
+    if (NULL == dcomm->procs) {
+        OBJ_RELEASE(dcomm);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (int i = 0; i < dcomm->nprocs; i++) {
+        OBJ_CONSTRUCT(&dcomm->procs[i].out_of_order, opal_list_t);
+    }
+    mca_pml_dr2_enter();
+    comm->c_pml_comm = (struct mca_pml_comm_t *) dcomm;
+    /* Messages that arrived before this communicator existed here, in arrival order
+     * (their sequence numbers put them in MPI order). */
+    OPAL_LIST_FOREACH_SAFE (msg, next, &mca_pml_dr2.nocomm, mca_pml_dr2_rxmsg_t) {
+        if (msg->ctx != cid) {
+            continue;
+        }
+        opal_list_remove_item(&mca_pml_dr2.nocomm, &msg->super);
+        if (msg->src < 0 || msg->src >= dcomm->nprocs
+            || mca_pml_dr2_comm_peer(comm, msg->src) != msg->peer) {
+            mca_pml_dr2.counters.malformed++;
+            mca_pml_dr2_rxmsg_release(msg);
+            continue;
+        }
+        mca_pml_dr2_rxmsg_deliver(comm, msg);
+    }
+    mca_pml_dr2_leave();
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_dr2_del_comm(struct ompi_communicator_t *comm)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+
+    if (NULL == dcomm) {
+        return OMPI_SUCCESS;
+    }
+    mca_pml_dr2_enter();
+    comm->c_pml_comm = NULL;
+    OBJ_RELEASE(dcomm);
+    mca_pml_dr2_leave();
+    return OMPI_SUCCESS;
+}
+
+static bool tag_revoked(ompi_communicator_t *comm, int tag)
+{
+    return (ompi_comm_is_revoked(comm) && !ompi_request_tag_is_ft(tag))
+           || (ompi_comm_coll_revoked(comm) && ompi_request_tag_is_collective(tag));
+}
+
+static void purge_revoked(ompi_communicator_t *comm, opal_list_t *list)
+{
+    mca_pml_dr2_rxmsg_t *msg, *next;
+
+    OPAL_LIST_FOREACH_SAFE (msg, next, list, mca_pml_dr2_rxmsg_t) {
+        if (tag_revoked(comm, msg->tag)) {
+            opal_list_remove_item(list, &msg->super);
+            mca_pml_dr2_rxmsg_release(msg);
+        }
+    }
+}
+
+int mca_pml_dr2_revoke_comm(struct ompi_communicator_t *comm, bool coll_only)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+
+    if (OMPI_COMM_IS_INTER(comm) && NULL != comm->c_local_comm) {
+        mca_pml_dr2_revoke_comm(comm->c_local_comm, coll_only);
+    }
+    mca_pml_dr2_enter();
+    /* Only the PML sets these (ULFM relies on it); under the matching lock, so that no
+     * message is matched on a communicator half revoked. */
+    comm->coll_revoked = true;
+    if (!coll_only) {
+        comm->comm_revoked = true;
+    }
+    if (NULL != dcomm) {
+        /* Unexpected messages nobody may receive any more. Posted receives and pending
+         * sends are completed in error by the request layer (ompi_request_is_failed ->
+         * req_cancel), senders of purged rendezvous likewise on their side. */
+        purge_revoked(comm, &dcomm->unexpected);
+        /* Out-of-order messages stay: dropping one would leave a hole in the sequence
+         * that FT-tagged messages behind it could never get past; each is dropped when
+         * its turn comes (match_one checks the tag). */
+    }
+    mca_pml_dr2_leave();
+    return OMPI_SUCCESS;
+}

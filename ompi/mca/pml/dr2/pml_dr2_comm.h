@@ -1,0 +1,49 @@
+/*
+ * ompi-resilience: pml/dr2 per-communicator matching state.
+ *
+ * MPI's ordering rule (messages from one sender on one communicator match in the order
+ * they were sent) is kept with a 16-bit sequence number per (communicator, peer): a
+ * message that arrives ahead of its turn waits in that peer's out-of-order list. Posted
+ * receives are kept in one list in posting order, ANY_SOURCE ones included, and messages
+ * that found no receive in one list in matching order: scanning either in order gives
+ * MPI's semantics for wildcards without per-source bookkeeping.
+ */
+#ifndef MCA_PML_DR2_COMM_H
+#define MCA_PML_DR2_COMM_H
+
+#include "pml_dr2.h"
+#include "pml_dr2_peer.h"
+
+BEGIN_C_DECLS
+
+typedef struct {
+    uint16_t expected_seq;  /* next sequence number to match from this rank */
+    uint16_t send_seq;      /* next sequence number to send to this rank */
+    opal_list_t out_of_order; /* rxmsgs ahead of expected_seq, sorted */
+    mca_pml_dr2_peer_t *peer; /* cached, NULL until first used */
+} mca_pml_dr2_comm_proc_t;
+
+typedef struct mca_pml_dr2_comm_t {
+    opal_object_t super;
+    opal_list_t posted;     /* mca_pml_dr2_recv_request_t in posting order */
+    opal_list_t unexpected; /* mca_pml_dr2_rxmsg_t in matching order */
+    int nprocs;             /* size of the remote group */
+    mca_pml_dr2_comm_proc_t *procs;
+} mca_pml_dr2_comm_t;
+
+OBJ_CLASS_DECLARATION(mca_pml_dr2_comm_t);
+
+/* Does a receive (src, tag) accept a message (msg_src, msg_tag)? ANY_TAG never matches
+ * negative (internal) tags. */
+static inline bool mca_pml_dr2_tag_matches(int src, int tag, int msg_src, int msg_tag)
+{
+    return (src == OMPI_ANY_SOURCE || src == msg_src)
+           && (tag == msg_tag || (tag == OMPI_ANY_TAG && msg_tag >= 0));
+}
+
+/* The peer behind a rank of the communicator's remote group, cached. */
+mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer(ompi_communicator_t *comm, int rank);
+
+END_C_DECLS
+
+#endif /* MCA_PML_DR2_COMM_H */

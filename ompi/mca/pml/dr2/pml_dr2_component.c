@@ -1,0 +1,328 @@
+/*
+ * ompi-resilience: pml/dr2 component: MCA parameters, counters, and the checks that decide
+ * whether the component may run at all.
+ */
+#include "ompi_config.h"
+
+#include <stdio.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/util/show_help.h"
+
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/common/ompires/ompires_abi.h"
+#include "ompi/proc/proc.h"
+
+#include "pml_dr2.h"
+#include "pml_dr2_crc.h"
+#include "pml_dr2_inject.h"
+#include "pml_dr2_recvreq.h"
+#include "pml_dr2_sendreq.h"
+#include "pml_dr2_window.h"
+
+static int dr2_register(void);
+static int dr2_open(void);
+static int dr2_close(void);
+static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threads,
+                                       bool enable_mpi_threads);
+static int dr2_fini(void);
+
+mca_pml_base_component_2_1_0_t mca_pml_dr2_component = {
+    .pmlm_version = {
+        MCA_PML_BASE_VERSION_2_1_0,
+        .mca_component_name = "dr2",
+        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                              OMPI_RELEASE_VERSION),
+        .mca_open_component = dr2_open,
+        .mca_close_component = dr2_close,
+        .mca_register_component_params = dr2_register,
+    },
+    .pmlm_data = {
+        MCA_BASE_METADATA_PARAM_CHECKPOINT
+    },
+    .pmlm_init = dr2_init,
+    .pmlm_finalize = dr2_fini,
+};
+
+static bool initialized = false;
+
+static const mca_base_var_enum_value_t checksum_values[] = {
+    {MCA_PML_DR2_CHECKSUM_NONE, "none"},
+    {MCA_PML_DR2_CHECKSUM_CRC32C, "crc32c"},
+    {0, NULL},
+};
+
+static void reg(const char *name, const char *description, mca_base_var_type_t type,
+                mca_base_var_enum_t *enumerator, int level, void *storage)
+{
+    (void) mca_base_component_var_register(&mca_pml_dr2_component.pmlm_version, name, description,
+                                           type, enumerator, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void register_counter(const char *name, const char *description, unsigned long *storage)
+{
+    (void) mca_base_component_pvar_register(&mca_pml_dr2_component.pmlm_version, name, description,
+                                            OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+                                            MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+                                            MCA_BASE_VAR_BIND_NO_OBJECT,
+                                            MCA_BASE_PVAR_FLAG_READONLY
+                                                | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                            NULL, NULL, NULL, storage);
+}
+
+static int dr2_register(void)
+{
+    mca_pml_dr2_t *m = &mca_pml_dr2;
+    mca_pml_dr2_counters_t *c = &mca_pml_dr2.counters;
+    mca_base_var_enum_t *enumerator = NULL;
+
+    m->priority = 10;
+    reg("priority",
+        "Priority of pml dr2. Open MPI never selects an out-of-tree PML by itself (its default "
+        "list is ob1, ucx, cm): select it with --mca pml dr2. The default, 10, is below ob1 (20)",
+        MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, &m->priority);
+
+    m->frag_size = 65536;
+    reg("frag_size",
+        "Largest payload of one fragment in bytes (also capped by the BTL's largest send); "
+        "up to 64 fragments form a vfrag, the unit of acknowledgement and retransmission. "
+        "Between 64 bytes and 16 MiB",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->frag_size);
+
+    m->eager_limit = 16384;
+    reg("eager_limit",
+        "Messages of at most this many bytes are sent eagerly: copied, the send completes at "
+        "once, the copy is kept until acknowledged. Larger and synchronous sends use a "
+        "rendezvous (the data moves once the receiver has matched). At most 1 MiB",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->eager_limit);
+
+    m->checksum = MCA_PML_DR2_CHECKSUM_CRC32C;
+    (void) mca_base_var_enum_create("pml_dr2_checksum", checksum_values, &enumerator);
+    reg("checksum",
+        "Payload checksum: crc32c (every fragment's payload is checked while it is copied; a "
+        "corrupt fragment is NACKed and resent) or none (for comparison: payload corruption "
+        "goes undetected). Headers are always checked, whatever this says. Must be the same "
+        "on every process",
+        MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_5, &m->checksum);
+    OBJ_RELEASE(enumerator);
+
+    m->ack_timeout_us = 10000;
+    reg("ack_timeout_us",
+        "ACK timeout in microseconds before the first round-trip sample; afterwards the "
+        "timeout is derived from the measured round-trip time (RFC 6298), doubled on every "
+        "expiry of the same vfrag",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->ack_timeout_us);
+
+    m->ack_timeout_min_us = 2000;
+    reg("ack_timeout_min_us",
+        "Lower bound of the RTT-derived ACK timeout in microseconds (a receiver only "
+        "acknowledges when it calls into MPI, so very small timeouts only cause resends)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->ack_timeout_min_us);
+
+    m->ack_timeout_max_us = 1000000;
+    reg("ack_timeout_max_us",
+        "Upper bound of the ACK timeout and of its backoff, in microseconds",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->ack_timeout_max_us);
+
+    m->retry_limit = 0;
+    reg("retry_limit",
+        "ACK timer expiries of one vfrag after which its peer is declared unreachable (a "
+        "process failure under ULFM, else the job aborts). 0: never give up (a peer that died "
+        "is then only detected by the runtime or a BTL error)",
+        MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &m->retry_limit);
+
+    m->window = PML_DR2_WINDOW_MAX;
+    reg("window",
+        "Vfrags in flight per peer before the sender waits for acknowledgements: a power of "
+        "two between 1 and 1024 (the receiver's duplicate window is always 1024)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->window);
+
+    m->free_list_max = -1;
+
+    m->verbose = 0;
+    reg("verbose",
+        "Verbosity of pml dr2: 0 silent, 1 peer failures, 20 every dropped segment",
+        MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, &m->verbose);
+
+    m->inject_drop = 0.0;
+    reg("inject_drop",
+        "Fault injection (tests, benchmarks): probability in [0, 1] that a segment handed "
+        "to the BTL is silently dropped instead",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_drop);
+    m->inject_corrupt = 0.0;
+    reg("inject_corrupt",
+        "Fault injection: probability in [0, 1] that one random bit of a segment is flipped "
+        "before it is handed to the BTL",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_corrupt);
+    m->inject_dup = 0.0;
+    reg("inject_dup",
+        "Fault injection: probability in [0, 1] that a segment is sent twice",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_dup);
+    m->inject_seed = 1;
+    reg("inject_seed",
+        "Fault injection: seed of the pseudo-random choices (mixed with the process's rank), "
+        "so that a run can be repeated",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_9, &m->inject_seed);
+
+    register_counter("retransmits", "Fragments pml dr2 sent more than once", &c->retransmits);
+    register_counter("fast_retransmits", "Fragments resent because an ACK showed a gap",
+                     &c->fast_retransmits);
+    register_counter("timeouts", "ACK timer expiries", &c->timeouts);
+    register_counter("crc_errors", "Fragments whose payload failed its CRC32C (NACKed)",
+                     &c->data_crc_errors);
+    register_counter("hdr_crc_errors", "Segments dropped because a header failed its CRC32C",
+                     &c->hdr_errors[PML_DR2_HDR_ERR_HDR_CRC]);
+    register_counter("duplicates", "Fragments and ACKs dropped as duplicates", &c->duplicates);
+    register_counter("malformed", "Headers inconsistent with the receiver's state (dropped)",
+                     &c->malformed);
+    register_counter("frags_sent", "Fragments handed to the BTL", &c->frags_sent);
+    register_counter("frags_received", "Data fragments received with a valid header",
+                     &c->frags_received);
+    register_counter("injected_drop", "Segments dropped by fault injection", &c->injected_drop);
+    register_counter("injected_corrupt", "Segments corrupted by fault injection",
+                     &c->injected_corrupt);
+    register_counter("injected_dup", "Segments duplicated by fault injection", &c->injected_dup);
+    return OMPI_SUCCESS;
+}
+
+static int refuse(const char *param, const char *value, const char *advice)
+{
+    ompires_add_help_dir();
+    opal_show_help("help-pml-dr2.txt", "invalid-param", true, param, value, advice);
+    return OMPI_ERR_BAD_PARAM;
+}
+
+static int dr2_open(void)
+{
+    mca_pml_dr2_t *m = &mca_pml_dr2;
+    char value[64];
+
+    if (!ompires_abi_check("pml dr2")) {
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    if (m->frag_size < 64 || m->frag_size > 16 * 1024 * 1024) {
+        snprintf(value, sizeof(value), "%zu", m->frag_size);
+        return refuse("pml_dr2_frag_size", value, "Use a size between 64 and 16777216 bytes.");
+    }
+    if (m->eager_limit > MCA_PML_DR2_EAGER_LIMIT_MAX) {
+        snprintf(value, sizeof(value), "%zu", m->eager_limit);
+        return refuse("pml_dr2_eager_limit", value,
+                      "Use at most 1048576 bytes: receivers buffer unexpected eager messages, "
+                      "and refuse larger ones as malformed.");
+    }
+    if (m->checksum != MCA_PML_DR2_CHECKSUM_NONE && m->checksum != MCA_PML_DR2_CHECKSUM_CRC32C) {
+        snprintf(value, sizeof(value), "%d", m->checksum);
+        return refuse("pml_dr2_checksum", value, "Use crc32c or none.");
+    }
+    if (0 == m->ack_timeout_us || 0 == m->ack_timeout_min_us
+        || m->ack_timeout_min_us > m->ack_timeout_max_us) {
+        snprintf(value, sizeof(value), "%u/%u/%u", m->ack_timeout_us, m->ack_timeout_min_us,
+                 m->ack_timeout_max_us);
+        return refuse("pml_dr2_ack_timeout_us/_min_us/_max_us", value,
+                      "All must be positive and the minimum must not exceed the maximum.");
+    }
+    if (m->retry_limit < 0) {
+        snprintf(value, sizeof(value), "%d", m->retry_limit);
+        return refuse("pml_dr2_retry_limit", value, "Use 0 (never give up) or a positive count.");
+    }
+    if (0 == m->window || m->window > PML_DR2_WINDOW_MAX || (m->window & (m->window - 1)) != 0) {
+        snprintf(value, sizeof(value), "%u", m->window);
+        return refuse("pml_dr2_window", value, "Use a power of two between 1 and 1024.");
+    }
+    {
+        const struct {
+            const char *name;
+            double p;
+        } probs[] = {{"pml_dr2_inject_drop", m->inject_drop},
+                     {"pml_dr2_inject_corrupt", m->inject_corrupt},
+                     {"pml_dr2_inject_dup", m->inject_dup}};
+        for (size_t i = 0; i < sizeof(probs) / sizeof(probs[0]); i++) {
+            /* written so that NaN fails too */
+            if (!(probs[i].p >= 0.0 && probs[i].p <= 1.0)) {
+                snprintf(value, sizeof(value), "%g", probs[i].p);
+                return refuse(probs[i].name, value, "A probability is a number between 0 and 1.");
+            }
+        }
+        if (m->inject_drop >= 1.0) {
+            return refuse("pml_dr2_inject_drop", "1",
+                          "Dropping every segment would make every transfer hang.");
+        }
+    }
+    m->inject_enabled = m->inject_drop > 0.0 || m->inject_corrupt > 0.0 || m->inject_dup > 0.0;
+    m->output = opal_output_open(NULL);
+    opal_output_set_verbosity(m->output, m->verbose);
+    return OMPI_SUCCESS;
+}
+
+static int dr2_close(void)
+{
+    if (mca_pml_dr2.output >= 0) {
+        opal_output_close(mca_pml_dr2.output);
+        mca_pml_dr2.output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threads,
+                                       bool enable_mpi_threads)
+{
+    mca_pml_dr2_t *m = &mca_pml_dr2;
+
+    *priority = m->priority;
+    /* ULFM's revoke and agreement (and osc rdma) talk to the BML directly: it must exist
+     * whatever PML runs. */
+    if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
+        return NULL;
+    }
+    OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
+    m->depth = 0;
+    OBJ_CONSTRUCT(&m->peers, opal_list_t);
+    OBJ_CONSTRUCT(&m->deferred, opal_list_t);
+    OBJ_CONSTRUCT(&m->nocomm, opal_list_t);
+    OBJ_CONSTRUCT(&m->peer_by_proc, opal_hash_table_t);
+    opal_hash_table_init(&m->peer_by_proc, 256);
+    OBJ_CONSTRUCT(&m->peer_by_endpoint, opal_hash_table_t);
+    opal_hash_table_init(&m->peer_by_endpoint, 256);
+    OBJ_CONSTRUCT(&m->send_requests, opal_free_list_t);
+    opal_free_list_init(&m->send_requests, sizeof(mca_pml_dr2_send_request_t),
+                        opal_cache_line_size, OBJ_CLASS(mca_pml_dr2_send_request_t), 0,
+                        opal_cache_line_size, 16, m->free_list_max, 64, NULL, 0, NULL, NULL, NULL);
+    OBJ_CONSTRUCT(&m->recv_requests, opal_free_list_t);
+    opal_free_list_init(&m->recv_requests, sizeof(mca_pml_dr2_recv_request_t),
+                        opal_cache_line_size, OBJ_CLASS(mca_pml_dr2_recv_request_t), 0,
+                        opal_cache_line_size, 16, m->free_list_max, 64, NULL, 0, NULL, NULL, NULL);
+    m->next_deadline_us = UINT64_MAX;
+    m->timers_armed = 0;
+    m->peers_with_work = 0;
+    memset(&m->counters, 0, sizeof(m->counters));
+    mca_pml_dr2_inject_seed(m->inject_seed, OMPI_PROC_MY_NAME->vpid);
+    initialized = true;
+    DR2_VERBOSE(1, "pml:dr2: selected; frag_size %zu, eager_limit %zu, checksum %s (%s)",
+                m->frag_size, m->eager_limit,
+                MCA_PML_DR2_CHECKSUM_CRC32C == m->checksum ? "crc32c" : "none",
+                pml_dr2_crc32c_impl_name(pml_dr2_crc32c_selected()));
+    return &m->super;
+}
+
+static int dr2_fini(void)
+{
+    mca_pml_dr2_t *m = &mca_pml_dr2;
+
+    if (!initialized) {
+        return OMPI_SUCCESS;
+    }
+    mca_pml_dr2_finalize();
+    OBJ_DESTRUCT(&m->send_requests);
+    OBJ_DESTRUCT(&m->recv_requests);
+    OBJ_DESTRUCT(&m->peer_by_endpoint);
+    OBJ_DESTRUCT(&m->peer_by_proc);
+    OBJ_DESTRUCT(&m->nocomm);
+    OBJ_DESTRUCT(&m->deferred);
+    OBJ_DESTRUCT(&m->peers);
+    OBJ_DESTRUCT(&m->lock);
+    initialized = false;
+    return OMPI_SUCCESS;
+}

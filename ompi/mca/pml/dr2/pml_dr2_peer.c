@@ -1,0 +1,389 @@
+/*
+ * ompi-resilience: pml/dr2 peers: lookup, the BTL path, ACK coalescing, RTT estimate,
+ * fault injection (see pml_dr2_peer.h).
+ */
+#include "ompi_config.h"
+
+#include <string.h>
+
+#include "ompi/mca/bml/base/base.h"
+
+#include "pml_dr2.h"
+#include "pml_dr2_inject.h"
+#include "pml_dr2_peer.h"
+#include "pml_dr2_recvfrag.h"
+#include "pml_dr2_vfrag.h"
+
+static void peer_construct(mca_pml_dr2_peer_t *peer)
+{
+    peer->proc = NULL;
+    peer->bml_endpoint = NULL;
+    peer->failed = false;
+    peer->failure_handled = false;
+    peer->tx_next_id = 0;
+    OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
+    OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
+    OBJ_CONSTRUCT(&peer->tx_await_match, opal_list_t);
+    OBJ_CONSTRUCT(&peer->tx_vfrags, opal_hash_table_t);
+    opal_hash_table_init(&peer->tx_vfrags, 256);
+    peer->tx_pending = 0;
+    peer->srtt_us = peer->rttvar_us = 0;
+    peer->rto_us = mca_pml_dr2.ack_timeout_us;
+    peer->has_rtt = false;
+    /* The receiver always keeps the largest window: it only has to be at least as large
+     * as the sender's flow-control window (mca_pml_dr2.window), whatever that is. */
+    (void) pml_dr2_window_init(&peer->rx_window, PML_DR2_WINDOW_MAX, 0);
+    OBJ_CONSTRUCT(&peer->rx_vfrags, opal_hash_table_t);
+    opal_hash_table_init(&peer->rx_vfrags, 256);
+    OBJ_CONSTRUCT(&peer->rx_msgs, opal_hash_table_t);
+    opal_hash_table_init(&peer->rx_msgs, 256);
+    peer->nacks = 0;
+    peer->has_work = false;
+}
+
+static void peer_destruct(mca_pml_dr2_peer_t *peer)
+{
+    OBJ_DESTRUCT(&peer->tx_unacked);
+    OBJ_DESTRUCT(&peer->tx_blocked);
+    OBJ_DESTRUCT(&peer->tx_await_match);
+    OBJ_DESTRUCT(&peer->tx_vfrags);
+    OBJ_DESTRUCT(&peer->rx_vfrags);
+    OBJ_DESTRUCT(&peer->rx_msgs);
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_dr2_peer_t, opal_list_item_t, peer_construct, peer_destruct);
+
+void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer)
+{
+    mca_bml_base_btl_array_t *arrays[2];
+
+    if (NULL == peer->bml_endpoint) {
+        return;
+    }
+    arrays[0] = &peer->bml_endpoint->btl_eager;
+    arrays[1] = &peer->bml_endpoint->btl_send;
+    for (int a = 0; a < 2; a++) {
+        size_t n = mca_bml_base_btl_array_get_size(arrays[a]);
+        for (size_t i = 0; i < n; i++) {
+            mca_bml_base_btl_t *bml_btl = mca_bml_base_btl_array_get_index(arrays[a], i);
+            uint64_t key = (uint64_t) (uintptr_t) bml_btl->btl_endpoint;
+            (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_endpoint, key, peer);
+        }
+    }
+}
+
+mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
+{
+    mca_pml_dr2_peer_t *peer = NULL;
+    mca_bml_base_endpoint_t *ep;
+
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc,
+                                            (uint64_t) (uintptr_t) proc, (void **) &peer)) {
+        return peer;
+    }
+    ep = mca_bml_base_get_endpoint(proc);
+    if (NULL == ep || 0 == mca_bml_base_btl_array_get_size(&ep->btl_eager)) {
+        return NULL;
+    }
+    peer = OBJ_NEW(mca_pml_dr2_peer_t);
+    if (NULL == peer) {
+        return NULL;
+    }
+    OBJ_RETAIN(proc);
+    peer->proc = proc;
+    peer->bml_endpoint = ep;
+    opal_list_append(&mca_pml_dr2.peers, &peer->super);
+    (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
+                                            peer);
+    mca_pml_dr2_peer_map_endpoints(peer);
+    return peer;
+}
+
+mca_pml_dr2_peer_t *mca_pml_dr2_peer_from_endpoint(struct mca_btl_base_endpoint_t *ep)
+{
+    mca_pml_dr2_peer_t *peer = NULL;
+
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_endpoint, (uint64_t) (uintptr_t) ep,
+                                            (void **) &peer)) {
+        return peer;
+    }
+    /* An endpoint the BML created after we mapped the peer (a lazily added proc, a BTL
+     * that reconnected): remap everyone once and look again. */
+    mca_pml_dr2_peer_t *p;
+    OPAL_LIST_FOREACH (p, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        mca_pml_dr2_peer_map_endpoints(p);
+    }
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_endpoint, (uint64_t) (uintptr_t) ep,
+                                            (void **) &peer)) {
+        return peer;
+    }
+    return NULL;
+}
+
+void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
+{
+    bool work = peer->nacks > 0 || peer->tx_pending > 0;
+
+    if (work != peer->has_work) {
+        peer->has_work = work;
+        if (work) {
+            mca_pml_dr2.peers_with_work++;
+        } else {
+            mca_pml_dr2.peers_with_work--;
+        }
+    }
+}
+
+/* ---- the BTL path ----------------------------------------------------------------- */
+
+static inline mca_bml_base_btl_t *peer_btl(mca_pml_dr2_peer_t *peer)
+{
+    /* One path per peer for now: the first eager BTL (the lowest latency one). Striping
+     * and failover over several BTLs come with the next issue. */
+    return mca_bml_base_btl_array_get_index(&peer->bml_endpoint->btl_eager, 0);
+}
+
+uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer)
+{
+    mca_bml_base_btl_t *bml_btl = peer_btl(peer);
+    size_t max = bml_btl->btl->btl_max_send_size;
+    size_t payload = mca_pml_dr2.frag_size;
+
+    if (max > PML_DR2_HDR_MAX_LEN && max - PML_DR2_HDR_MAX_LEN < payload) {
+        payload = max - PML_DR2_HDR_MAX_LEN;
+    }
+    if (payload > UINT32_MAX) {
+        payload = UINT32_MAX;
+    }
+    return payload > 0 ? (uint32_t) payload : 1;
+}
+
+static int btl_send_copy(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
+                         const unsigned char *buf, size_t len)
+{
+    mca_btl_base_descriptor_t *des = NULL;
+    int rc;
+
+    mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
+                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL == des) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(des->des_segments->seg_addr.pval, buf, len);
+    des->des_segments->seg_len = len;
+    des->des_cbfunc = NULL;
+    rc = mca_bml_base_send(bml_btl, des, MCA_PML_DR2_BTL_TAG);
+    if (rc < 0) {
+        mca_bml_base_free(bml_btl, des);
+        return rc;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
+                                  mca_pml_dr2_fill_fn_t fill, void *ctx)
+{
+    mca_bml_base_btl_t *bml_btl;
+    mca_btl_base_descriptor_t *des = NULL;
+    unsigned char *buf;
+    int rc;
+
+    if (OPAL_UNLIKELY(peer->failed)) {
+        return OMPI_ERR_UNREACH;
+    }
+    bml_btl = peer_btl(peer);
+    mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
+                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    buf = des->des_segments->seg_addr.pval;
+    len = fill(ctx, buf, len);
+    des->des_segments->seg_len = len;
+    des->des_cbfunc = NULL;
+
+    /* Fault injection: one predictable branch when off. */
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled)) {
+        if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_drop)) {
+            mca_pml_dr2.counters.injected_drop++;
+            mca_bml_base_free(bml_btl, des);
+            return OMPI_SUCCESS; /* lost on the way */
+        }
+        if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_dup)) {
+            /* the duplicate is an intact copy; the original may still be corrupted */
+            if (OMPI_SUCCESS == btl_send_copy(peer, bml_btl, buf, len)) {
+                mca_pml_dr2.counters.injected_dup++;
+            }
+        }
+        if (len > 0 && mca_pml_dr2_inject_roll(mca_pml_dr2.inject_corrupt)) {
+            uint64_t bit = mca_pml_dr2_inject_next() % (len * 8);
+            buf[bit / 8] ^= (unsigned char) (1u << (bit % 8));
+            mca_pml_dr2.counters.injected_corrupt++;
+        }
+    }
+
+    rc = mca_bml_base_send(bml_btl, des, MCA_PML_DR2_BTL_TAG);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        mca_bml_base_free(bml_btl, des);
+        return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* ---- ACK coalescing ------------------------------------------------------------------ */
+
+void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t vfrag,
+                                uint64_t mask, uint8_t flags)
+{
+    if (0 == mask || peer->failed) {
+        return;
+    }
+    for (int i = 0; i < peer->nacks; i++) {
+        mca_pml_dr2_pending_ack_t *a = &peer->acks[i];
+        if (a->vfrag == vfrag && a->type == type) {
+            a->mask |= mask;
+            a->flags |= flags;
+            return;
+        }
+    }
+    if (peer->nacks == MCA_PML_DR2_MAX_PENDING_ACKS) {
+        mca_pml_dr2_peer_flush_acks(peer);
+        if (peer->nacks == MCA_PML_DR2_MAX_PENDING_ACKS) {
+            /* The BTL takes nothing right now: forget the oldest. ACKs are idempotent and
+             * the sender's timer recovers a lost one. */
+            memmove(&peer->acks[0], &peer->acks[1], sizeof(peer->acks[0]) * (peer->nacks - 1));
+            peer->nacks--;
+        }
+    }
+    peer->acks[peer->nacks].vfrag = vfrag;
+    peer->acks[peer->nacks].mask = mask;
+    peer->acks[peer->nacks].type = type;
+    peer->acks[peer->nacks].flags = flags;
+    peer->nacks++;
+    mca_pml_dr2_peer_set_work(peer);
+}
+
+typedef struct {
+    mca_pml_dr2_peer_t *peer;
+    int first, count;
+} ack_fill_ctx_t;
+
+static size_t fill_acks(void *vctx, unsigned char *buf, size_t len)
+{
+    ack_fill_ctx_t *ctx = vctx;
+    size_t off = 0;
+
+    for (int i = ctx->first; i < ctx->first + ctx->count; i++) {
+        mca_pml_dr2_pending_ack_t *a = &ctx->peer->acks[i];
+        pml_dr2_hdr_t hdr;
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.type = a->type;
+        hdr.flags = a->flags;
+        hdr.ack.vfrag = a->vfrag;
+        hdr.ack.mask = a->mask;
+        off += pml_dr2_hdr_encode(&hdr, buf + off, len - off);
+    }
+    return off;
+}
+
+void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer)
+{
+    mca_bml_base_btl_t *bml_btl;
+    size_t per_segment;
+    int done = 0;
+
+    if (0 == peer->nacks || peer->failed) {
+        peer->nacks = 0;
+        mca_pml_dr2_peer_set_work(peer);
+        return;
+    }
+    bml_btl = peer_btl(peer);
+    per_segment = bml_btl->btl->btl_eager_limit / PML_DR2_HDR_ACK_LEN;
+    if (per_segment < 1) {
+        per_segment = 1;
+    }
+    while (done < peer->nacks) {
+        ack_fill_ctx_t ctx = {peer, done, peer->nacks - done};
+        if ((size_t) ctx.count > per_segment) {
+            ctx.count = (int) per_segment;
+        }
+        if (OMPI_SUCCESS
+            != mca_pml_dr2_peer_send_segment(peer, (size_t) ctx.count * PML_DR2_HDR_ACK_LEN,
+                                             fill_acks, &ctx)) {
+            break; /* keep the rest for the next progress call */
+        }
+        for (int i = done; i < done + ctx.count; i++) {
+            if (PML_DR2_HDR_ACK == peer->acks[i].type) {
+                mca_pml_dr2.counters.acks_sent++;
+            } else {
+                mca_pml_dr2.counters.nacks_sent++;
+            }
+        }
+        done += ctx.count;
+    }
+    if (done > 0) {
+        memmove(&peer->acks[0], &peer->acks[done], sizeof(peer->acks[0]) * (peer->nacks - done));
+        peer->nacks -= done;
+    }
+    mca_pml_dr2_peer_set_work(peer);
+}
+
+/* ---- RTT ----------------------------------------------------------------------------- */
+
+void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us)
+{
+    uint32_t r = sample_us > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t) sample_us;
+    uint64_t rto;
+
+    /* RFC 6298 with alpha 1/8, beta 1/4, K = 4. */
+    if (!peer->has_rtt) {
+        peer->srtt_us = r;
+        peer->rttvar_us = r / 2;
+        peer->has_rtt = true;
+    } else {
+        uint32_t diff = peer->srtt_us > r ? peer->srtt_us - r : r - peer->srtt_us;
+        peer->rttvar_us = (3 * peer->rttvar_us + diff) / 4;
+        peer->srtt_us = (7 * peer->srtt_us + r) / 8;
+    }
+    rto = (uint64_t) peer->srtt_us + 4 * (uint64_t) peer->rttvar_us;
+    if (rto < mca_pml_dr2.ack_timeout_min_us) {
+        rto = mca_pml_dr2.ack_timeout_min_us;
+    }
+    if (rto > mca_pml_dr2.ack_timeout_max_us) {
+        rto = mca_pml_dr2.ack_timeout_max_us;
+    }
+    peer->rto_us = (uint32_t) rto;
+}
+
+/* ---- teardown ------------------------------------------------------------------------- */
+
+void mca_pml_dr2_peer_release(mca_pml_dr2_peer_t *peer)
+{
+    uint32_t key;
+    void *value, *node = NULL;
+
+    mca_pml_dr2_peer_abort_all(peer, MPI_ERR_PROC_FAILED);
+    /* receive side: vfrag records and messages nobody waits for any more */
+    while (OPAL_SUCCESS
+           == opal_hash_table_get_first_key_uint32(&peer->rx_vfrags, &key, &value, &node)) {
+        opal_hash_table_remove_value_uint32(&peer->rx_vfrags, key);
+        free(value);
+        node = NULL;
+    }
+    /* Messages still in the table are owned by a communicator's queues (freed with it)
+     * or by a receive that can no longer complete: only forget the index. */
+    while (OPAL_SUCCESS
+           == opal_hash_table_get_first_key_uint32(&peer->rx_msgs, &key, &value, &node)) {
+        opal_hash_table_remove_value_uint32(&peer->rx_msgs, key);
+        ((mca_pml_dr2_rxmsg_t *) value)->in_hash = false;
+        node = NULL;
+    }
+    if (peer->has_work) {
+        peer->has_work = false;
+        mca_pml_dr2.peers_with_work--;
+    }
+    peer->nacks = 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * ompi-resilience: pml/dr2 peers.
+ *
+ * One peer per remote process (not per communicator): vfrag ids, the duplicate window, the
+ * RTT estimate and the ACK queue are properties of the path to a process. Communicators
+ * only add matching state on top (pml_dr2_comm.h).
+ */
+#ifndef MCA_PML_DR2_PEER_H
+#define MCA_PML_DR2_PEER_H
+
+#include "pml_dr2.h"
+#include "pml_dr2_window.h"
+
+BEGIN_C_DECLS
+
+/* A pending ACK or NACK to this peer, merged with others for the same vfrag until the next
+ * flush (coalescing: ACK masks only ever grow, so merging is a union). */
+typedef struct {
+    uint32_t vfrag;
+    uint64_t mask;
+    uint8_t type;  /* PML_DR2_HDR_ACK or PML_DR2_HDR_NACK */
+    uint8_t flags; /* PML_DR2_HDR_FLAG_MATCHED */
+} mca_pml_dr2_pending_ack_t;
+
+typedef struct mca_pml_dr2_peer_t {
+    opal_list_item_t super;
+    struct ompi_proc_t *proc;
+    mca_bml_base_endpoint_t *bml_endpoint;
+    bool failed; /* declared unreachable: nothing is sent any more */
+    bool failure_handled; /* its messages abandoned, ULFM told */
+
+    /* ---- sending ---- */
+    uint32_t tx_next_id;       /* next vfrag id */
+    opal_list_t tx_unacked;    /* mca_pml_dr2_vfrag_t not fully acknowledged, by id */
+    size_t tx_pending;         /* vfrags in tx_unacked with fragments waiting to be sent */
+    opal_list_t tx_blocked;    /* mca_pml_dr2_txmsg_t waiting for window space */
+    opal_list_t tx_await_match;/* rendezvous delivered, waiting for the receiver's match */
+    opal_hash_table_t tx_vfrags; /* id -> vfrag, for ACK lookup */
+    uint32_t srtt_us, rttvar_us, rto_us; /* RFC 6298 estimator */
+    bool has_rtt;
+
+    /* ---- receiving ---- */
+    pml_dr2_window_t rx_window;  /* completed vfrag ids */
+    opal_hash_table_t rx_vfrags; /* id -> mca_pml_dr2_rx_vfrag_t, vfrags being received */
+    opal_hash_table_t rx_msgs;   /* msg id -> mca_pml_dr2_rxmsg_t, messages being received */
+
+    mca_pml_dr2_pending_ack_t acks[MCA_PML_DR2_MAX_PENDING_ACKS];
+    int nacks;
+    bool has_work; /* counted in mca_pml_dr2.peers_with_work */
+} mca_pml_dr2_peer_t;
+
+OBJ_CLASS_DECLARATION(mca_pml_dr2_peer_t);
+
+/* The peer of proc, created on first use. NULL if the BML cannot reach it. */
+mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc);
+/* Map the BTL endpoints of the peer's BML endpoint to the peer (idempotent). */
+void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer);
+/* The peer that owns a receive descriptor's endpoint, or NULL. */
+mca_pml_dr2_peer_t *mca_pml_dr2_peer_from_endpoint(struct mca_btl_base_endpoint_t *ep);
+
+/* Queue an ACK/NACK (merged with one already queued for the same vfrag). */
+void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t vfrag,
+                                uint64_t mask, uint8_t flags);
+/* Send the queued ACKs/NACKs, packed back to back in as few segments as possible. */
+void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer);
+
+/* Mark/unmark the peer as having work for the progress loop. */
+void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer);
+
+/* RTT sample (Karn: only from ACKs of fragments never resent). */
+void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us);
+
+/* Send one segment of `len` bytes that `fill` writes into, on the peer's eager BTL.
+ * Returns OMPI_SUCCESS, OMPI_ERR_OUT_OF_RESOURCE (try again later) or an error. */
+typedef size_t (*mca_pml_dr2_fill_fn_t)(void *ctx, unsigned char *buf, size_t len);
+int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
+                                  mca_pml_dr2_fill_fn_t fill, void *ctx);
+
+/* Largest fragment payload towards this peer. */
+uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer);
+
+/* Release everything the peer holds (finalize, del_procs). */
+void mca_pml_dr2_peer_release(mca_pml_dr2_peer_t *peer);
+
+END_C_DECLS
+
+#endif /* MCA_PML_DR2_PEER_H */

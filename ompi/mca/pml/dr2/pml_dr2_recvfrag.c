@@ -1,0 +1,515 @@
+/*
+ * ompi-resilience: pml/dr2 receive path (see pml_dr2_recvfrag.h).
+ *
+ * Every header is decoded and checked by the codec (pml_dr2_hdr.c) before anything is done
+ * with it; then checked again against our own state (does the message exist, does the
+ * vfrag agree with what we saw of it, does the sender's rank belong to the peer the BTL
+ * says the segment came from). Anything inconsistent is counted and dropped. A payload is
+ * checked while it is copied to its place and only counted as received if intact.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pml_dr2.h"
+#include "pml_dr2_ackmask.h"
+#include "pml_dr2_comm.h"
+#include "pml_dr2_crc.h"
+#include "pml_dr2_recvfrag.h"
+#include "pml_dr2_recvreq.h"
+#include "pml_dr2_vfrag.h"
+
+static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
+{
+    msg->peer = NULL;
+    msg->buf = NULL;
+    msg->req = NULL;
+    msg->matched = false;
+    msg->in_hash = false;
+    msg->bytes_received = 0;
+    msg->rndv = false;
+    msg->sync = false;
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_dr2_rxmsg_t, opal_list_item_t, rxmsg_construct, NULL);
+
+/* While the first fragment of a new message is being placed, its request must not
+ * complete under our feet (the message would be freed while still in use). */
+static mca_pml_dr2_rxmsg_t *delivering = NULL;
+
+void mca_pml_dr2_rxmsg_release(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (msg->in_hash) {
+        opal_hash_table_remove_value_uint32(&msg->peer->rx_msgs, msg->msg_id);
+        msg->in_hash = false;
+    }
+    free(msg->buf);
+    msg->buf = NULL;
+    OBJ_RELEASE(msg);
+}
+
+void mca_pml_dr2_rxmsg_send_matched(mca_pml_dr2_rxmsg_t *msg)
+{
+    /* The go-ahead acknowledges the RNDV's vfrag (one fragment) and says "matched". It is
+     * sent at once: the sender waits for it before sending any data. */
+    mca_pml_dr2_peer_queue_ack(msg->peer, PML_DR2_HDR_ACK, msg->msg_id, 1,
+                               PML_DR2_HDR_FLAG_MATCHED);
+    mca_pml_dr2_peer_flush_acks(msg->peer);
+}
+
+void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
+{
+    mca_pml_dr2_recv_request_t *req = msg->req;
+    int error = MPI_SUCCESS;
+
+    if (msg == delivering || NULL == req || msg->bytes_received < msg->msg_len) {
+        return;
+    }
+    if (NULL != msg->buf) {
+        /* an unexpected eager message: its data was checked on arrival */
+        (void) mca_pml_dr2_recv_request_unpack(req, 0, msg->buf, (uint32_t) msg->msg_len, false, 0);
+    }
+    if (msg->msg_len > req->capacity) {
+        error = MPI_ERR_TRUNCATE;
+        req->req_recv.req_base.req_ompi.req_status._ucount = req->capacity;
+    } else {
+        req->req_recv.req_base.req_ompi.req_status._ucount = msg->msg_len;
+    }
+    req->msg = NULL;
+    msg->req = NULL;
+    mca_pml_dr2_rxmsg_release(msg);
+    mca_pml_dr2_recv_request_complete(req, error);
+}
+
+/* ---- matching ---------------------------------------------------------------------------- */
+
+static bool tag_revoked(ompi_communicator_t *comm, int tag)
+{
+    return (ompi_comm_is_revoked(comm) && !ompi_request_tag_is_ft(tag))
+           || (ompi_comm_coll_revoked(comm) && ompi_request_tag_is_collective(tag));
+}
+
+/* The message's turn has come: hand it to the first posted receive that accepts it, or
+ * queue it as unexpected. */
+static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    mca_pml_dr2_recv_request_t *req;
+
+    if (tag_revoked(comm, msg->tag)) {
+        mca_pml_dr2_rxmsg_release(msg); /* nobody may receive it any more */
+        return;
+    }
+    OPAL_LIST_FOREACH (req, &dcomm->posted, mca_pml_dr2_recv_request_t) {
+        if (mca_pml_dr2_tag_matches(req->req_recv.req_base.req_peer, req->req_recv.req_base.req_tag,
+                                    msg->src, msg->tag)) {
+            opal_list_remove_item(&dcomm->posted, (opal_list_item_t *) req);
+            mca_pml_dr2_recv_request_matched(req, msg);
+            return;
+        }
+    }
+    if (!msg->rndv && msg->msg_len > 0 && NULL == msg->buf) {
+        msg->buf = malloc(msg->msg_len);
+        if (NULL == msg->buf) {
+            /* cannot buffer it: forget it, unacknowledged; the sender will resend */
+            mca_pml_dr2_rxmsg_release(msg);
+            return;
+        }
+    }
+    opal_list_append(&dcomm->unexpected, &msg->super);
+}
+
+void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    mca_pml_dr2_comm_proc_t *cp = &dcomm->procs[msg->src];
+    uint16_t ahead = (uint16_t) (msg->seq - cp->expected_seq);
+
+    if (0 != ahead) {
+        mca_pml_dr2_rxmsg_t *other;
+        if (ahead >= 0x8000) {
+            /* behind: its sequence number was used already; cannot be legitimate */
+            mca_pml_dr2.counters.malformed++;
+            mca_pml_dr2_rxmsg_release(msg);
+            return;
+        }
+        OPAL_LIST_FOREACH (other, &cp->out_of_order, mca_pml_dr2_rxmsg_t) {
+            uint16_t other_ahead = (uint16_t) (other->seq - cp->expected_seq);
+            if (other_ahead == ahead) {
+                mca_pml_dr2.counters.malformed++; /* two messages with one number */
+                mca_pml_dr2_rxmsg_release(msg);
+                return;
+            }
+            if (other_ahead > ahead) {
+                opal_list_insert_pos(&cp->out_of_order, &other->super, &msg->super);
+                return;
+            }
+        }
+        opal_list_append(&cp->out_of_order, &msg->super);
+        return;
+    }
+    match_one(comm, msg);
+    cp->expected_seq++;
+    while (!opal_list_is_empty(&cp->out_of_order)) {
+        mca_pml_dr2_rxmsg_t *next = (mca_pml_dr2_rxmsg_t *) opal_list_get_first(&cp->out_of_order);
+        if (next->seq != cp->expected_seq) {
+            break;
+        }
+        opal_list_remove_first(&cp->out_of_order);
+        match_one(comm, next);
+        cp->expected_seq++;
+    }
+}
+
+/* ---- data ------------------------------------------------------------------------------- */
+
+/* Place one fragment's payload; true if it was intact. */
+static bool place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset, const unsigned char *payload,
+                          const pml_dr2_hdr_t *hdr)
+{
+    bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+
+    if (0 == hdr->frag_len) {
+        return !check || 0 == hdr->data_crc;
+    }
+    if (NULL == msg->buf && NULL == msg->req) {
+        /* taken by a matched probe and not received yet: keep the data until it is */
+        msg->buf = malloc(msg->msg_len);
+        if (NULL == msg->buf) {
+            return false;
+        }
+    }
+    if (NULL != msg->buf) {
+        /* the codec checked offset + frag_len <= msg_len == size of buf */
+        if (check) {
+            return pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, msg->buf + offset, payload,
+                                       hdr->frag_len)
+                   == hdr->data_crc;
+        }
+        memcpy(msg->buf + offset, payload, hdr->frag_len);
+        return true;
+    }
+    return mca_pml_dr2_recv_request_unpack(msg->req, offset, payload, hdr->frag_len, check,
+                                           hdr->data_crc);
+}
+
+/* Fragment `index` of vfrag `vfrag` (of `nfrags`) of message `msg`. */
+static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg, uint32_t vfrag,
+                             unsigned index, unsigned nfrags, uint64_t offset,
+                             const unsigned char *payload, const pml_dr2_hdr_t *hdr)
+{
+    mca_pml_dr2_rx_vfrag_t *rv = NULL;
+    uint64_t bit = pml_dr2_ackmask_bit(index), full = pml_dr2_ackmask_full(nfrags);
+
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->rx_vfrags, vfrag, (void **) &rv)) {
+        rv = malloc(sizeof(*rv));
+        if (NULL == rv) {
+            return; /* unacknowledged: resent later */
+        }
+        rv->id = vfrag;
+        rv->nfrags = (uint8_t) nfrags;
+        rv->mask = 0;
+        rv->msg_id = msg->msg_id;
+        opal_hash_table_set_value_uint32(&peer->rx_vfrags, vfrag, rv);
+    } else if (rv->nfrags != nfrags || rv->msg_id != msg->msg_id) {
+        mca_pml_dr2.counters.malformed++; /* contradicts what we saw of this vfrag */
+        return;
+    }
+    if (rv->mask & bit) {
+        mca_pml_dr2.counters.duplicates++;
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, rv->mask, 0);
+        return;
+    }
+    if (!place_payload(msg, offset, payload, hdr)) {
+        /* corrupt payload: never counted; a NACK gets it resent at once */
+        mca_pml_dr2.counters.data_crc_errors++;
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_NACK, vfrag, bit, 0);
+        return;
+    }
+    rv->mask |= bit;
+    msg->bytes_received += hdr->frag_len;
+    if (pml_dr2_ackmask_complete(full, rv->mask)) {
+        /* the vfrag is complete: remember it (duplicates of it are dropped from now on) */
+        (void) pml_dr2_window_check_and_mark(&peer->rx_window, vfrag);
+        opal_hash_table_remove_value_uint32(&peer->rx_vfrags, vfrag);
+        free(rv);
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, full, 0);
+    } else if (hdr->flags & PML_DR2_HDR_FLAG_ACK_NOW) {
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, rv->mask, 0);
+    }
+    mca_pml_dr2_rxmsg_try_complete(msg);
+}
+
+static mca_pml_dr2_rxmsg_t *rxmsg_lookup(mca_pml_dr2_peer_t *peer, uint32_t msg_id)
+{
+    void *msg = NULL;
+
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->rx_msgs, msg_id, &msg)) {
+        return NULL;
+    }
+    return msg;
+}
+
+/* A RNDV we have seen before: tell the sender where it stands. MATCHED once the go-ahead
+ * was given (the message is bound to a receive, or already complete and gone). */
+static void answer_rndv_duplicate(mca_pml_dr2_peer_t *peer, uint32_t id)
+{
+    mca_pml_dr2_rxmsg_t *msg = rxmsg_lookup(peer, id);
+    uint8_t flags = (NULL == msg || NULL != msg->req) ? PML_DR2_HDR_FLAG_MATCHED : 0;
+
+    mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, flags);
+}
+
+static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
+                         const unsigned char *payload)
+{
+    uint32_t id = hdr->match.vfrag;
+    bool rndv = PML_DR2_HDR_RNDV == hdr->type;
+    mca_pml_dr2_rxmsg_t *msg;
+    ompi_communicator_t *comm;
+
+    if (PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id)) {
+        mca_pml_dr2.counters.duplicates++;
+        if (rndv) {
+            answer_rndv_duplicate(peer, id);
+        } else {
+            mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id,
+                                       pml_dr2_ackmask_full(hdr->match.frag_count), 0);
+        }
+        return;
+    }
+    msg = rxmsg_lookup(peer, id);
+    if (NULL != msg) {
+        /* fragment 0 again, its vfrag still incomplete (it was corrupt or is a copy) */
+        if (msg->rndv || rndv || msg->msg_len != hdr->match.msg_len || msg->tag != hdr->match.tag) {
+            mca_pml_dr2.counters.malformed++;
+            return;
+        }
+        deliver_fragment(peer, msg, id, 0, hdr->match.frag_count, 0, payload, hdr);
+        return;
+    }
+    /* A new message. Its size must be one we are willing to buffer (eager) or carry no
+     * data (rendezvous: data comes after our go-ahead). */
+    if (rndv ? (0 != hdr->frag_len || 1 != hdr->match.frag_count)
+             : hdr->match.msg_len > MCA_PML_DR2_EAGER_LIMIT_MAX) {
+        mca_pml_dr2.counters.malformed++;
+        return;
+    }
+    comm = ompi_comm_lookup(hdr->match.ctx);
+    if (NULL != comm && NULL != comm->c_pml_comm
+        && (hdr->match.src >= comm->c_remote_group->grp_proc_count
+            || mca_pml_dr2_comm_peer(comm, hdr->match.src) != peer)) {
+        mca_pml_dr2.counters.malformed++; /* the rank is not the process that sent it */
+        DR2_VERBOSE(20, "pml:dr2: dropped a message for cid %u: rank %d is not its sender",
+                    hdr->match.ctx, hdr->match.src);
+        return;
+    }
+    msg = OBJ_NEW(mca_pml_dr2_rxmsg_t);
+    if (NULL == msg) {
+        return;
+    }
+    msg->peer = peer;
+    msg->ctx = hdr->match.ctx;
+    msg->src = hdr->match.src;
+    msg->tag = hdr->match.tag;
+    msg->seq = hdr->match.seq;
+    msg->rndv = rndv;
+    msg->sync = 0 != (hdr->flags & PML_DR2_HDR_FLAG_SYNC);
+    msg->msg_id = id;
+    msg->msg_len = hdr->match.msg_len;
+    opal_hash_table_set_value_uint32(&peer->rx_msgs, id, msg);
+    msg->in_hash = true;
+    if (rndv) {
+        /* its vfrag (the RNDV alone) is complete */
+        (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
+    }
+
+    OBJ_RETAIN(msg); /* matching may complete and release it; we still use it below */
+    delivering = msg;
+    if (NULL != comm && NULL != comm->c_pml_comm) {
+        mca_pml_dr2_rxmsg_deliver(comm, msg);
+    } else {
+        /* the communicator does not exist here yet: keep it for add_comm */
+        if (!rndv && msg->msg_len > 0) {
+            msg->buf = malloc(msg->msg_len);
+        }
+        if (!rndv && msg->msg_len > 0 && NULL == msg->buf) {
+            delivering = NULL;
+            mca_pml_dr2_rxmsg_release(msg);
+            OBJ_RELEASE(msg);
+            return;
+        }
+        opal_list_append(&mca_pml_dr2.nocomm, &msg->super);
+    }
+    delivering = NULL;
+    if (msg->in_hash) { /* still alive (not dropped by a revoke) */
+        if (rndv) {
+            if (NULL == msg->req) {
+                mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
+            }
+            mca_pml_dr2_rxmsg_try_complete(msg);
+        } else {
+            deliver_fragment(peer, msg, id, 0, hdr->match.frag_count, 0, payload, hdr);
+            if (msg->in_hash) {
+                mca_pml_dr2_rxmsg_try_complete(msg);
+            }
+        }
+    }
+    OBJ_RELEASE(msg);
+}
+
+static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
+                        const unsigned char *payload)
+{
+    uint32_t id = hdr->frag.vfrag;
+    mca_pml_dr2_rxmsg_t *msg;
+
+    if (PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id)) {
+        mca_pml_dr2.counters.duplicates++;
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id,
+                                   pml_dr2_ackmask_full(hdr->frag.frag_count), 0);
+        return;
+    }
+    msg = rxmsg_lookup(peer, hdr->frag.msg_id);
+    if (NULL == msg) {
+        /* its MATCH was lost (or the message was abandoned): the sender resends both */
+        mca_pml_dr2.counters.unknown_msg++;
+        return;
+    }
+    if (msg->msg_len != hdr->frag.msg_len || (msg->rndv && NULL == msg->req)
+        || (hdr->frag.vfrag == hdr->frag.msg_id && (msg->rndv || 0 == hdr->frag.frag_index))) {
+        mca_pml_dr2.counters.malformed++; /* data we never asked for, or a bad layout */
+        return;
+    }
+    deliver_fragment(peer, msg, id, hdr->frag.frag_index, hdr->frag.frag_count, hdr->frag.offset,
+                     payload, hdr);
+}
+
+void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len)
+{
+    size_t off = 0;
+
+    while (off < len && !peer->failed) {
+        pml_dr2_hdr_t hdr;
+        size_t left = len - off;
+        uint32_t max_payload = left > UINT32_MAX ? UINT32_MAX : (uint32_t) left;
+        pml_dr2_hdr_status_t st = pml_dr2_hdr_decode_header(buf + off, left, max_payload, &hdr);
+        const unsigned char *payload = buf + off + PML_DR2_HDR_COMMON_LEN;
+
+        if (PML_DR2_HDR_OK != st) {
+            /* cannot tell where the next header starts: drop the rest of the segment */
+            mca_pml_dr2.counters.hdr_errors[st]++;
+            DR2_VERBOSE(20, "pml:dr2: dropped a segment: %s", pml_dr2_hdr_status_name(st));
+            return;
+        }
+        payload = buf + off + hdr.hdr_len;
+        switch (hdr.type) {
+        case PML_DR2_HDR_MATCH:
+        case PML_DR2_HDR_RNDV:
+            mca_pml_dr2.counters.frags_received++;
+            handle_match(peer, &hdr, payload);
+            break;
+        case PML_DR2_HDR_FRAG:
+            mca_pml_dr2.counters.frags_received++;
+            handle_frag(peer, &hdr, payload);
+            break;
+        case PML_DR2_HDR_ACK:
+            mca_pml_dr2_vfrag_ack(peer, &hdr);
+            break;
+        case PML_DR2_HDR_NACK:
+            mca_pml_dr2_vfrag_nack(peer, &hdr);
+            break;
+        default:
+            mca_pml_dr2.counters.malformed++;
+            return;
+        }
+        off += pml_dr2_hdr_wire_len(&hdr);
+    }
+}
+
+void mca_pml_dr2_drain_deferred(void)
+{
+    while (!opal_list_is_empty(&mca_pml_dr2.deferred)) {
+        mca_pml_dr2_deferred_t *d = (mca_pml_dr2_deferred_t *) opal_list_remove_first(
+            &mca_pml_dr2.deferred);
+        mca_pml_dr2_recv_segment(d->peer, d->data, d->len);
+        OBJ_DESTRUCT(&d->super);
+        free(d);
+    }
+}
+
+/* A segment from a BTL endpoint that is not one of the BML endpoints we mapped: a BTL can
+ * create endpoints of its own, e.g. btl/tcp when a process of another job (MPI_Comm_spawn)
+ * connects before the BML added it. The sender is learnt from a MATCH or RNDV header
+ * (checked, so its communicator and rank can be trusted as much as any header); other
+ * headers carry no sender and are dropped until then (the sender's timers resend them). */
+static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
+                                          const mca_btl_base_receive_descriptor_t *desc)
+{
+    const mca_btl_base_segment_t *seg = &desc->des_segments[0];
+    pml_dr2_hdr_t hdr;
+    ompi_communicator_t *comm;
+    mca_pml_dr2_peer_t *peer;
+    uint32_t max = seg->seg_len > UINT32_MAX ? UINT32_MAX : (uint32_t) seg->seg_len;
+
+    if (NULL == ep || 1 != desc->des_segment_count
+        || PML_DR2_HDR_OK != pml_dr2_hdr_decode_header(seg->seg_addr.pval, seg->seg_len, max, &hdr)
+        || (PML_DR2_HDR_MATCH != hdr.type && PML_DR2_HDR_RNDV != hdr.type)) {
+        return NULL;
+    }
+    comm = ompi_comm_lookup(hdr.match.ctx);
+    if (NULL == comm || NULL == comm->c_pml_comm
+        || hdr.match.src >= comm->c_remote_group->grp_proc_count) {
+        return NULL;
+    }
+    peer = mca_pml_dr2_comm_peer(comm, hdr.match.src);
+    if (NULL != peer) {
+        (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_endpoint,
+                                                (uint64_t) (uintptr_t) ep, peer);
+        DR2_VERBOSE(10, "pml:dr2: endpoint %p is %s", (void *) ep,
+                    OMPI_NAME_PRINT(&peer->proc->super.proc_name));
+    }
+    return peer;
+}
+
+void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
+                                    const mca_btl_base_receive_descriptor_t *desc)
+{
+    mca_pml_dr2_peer_t *peer;
+    size_t len = 0;
+
+    mca_pml_dr2_enter();
+    peer = mca_pml_dr2_peer_from_endpoint(desc->endpoint);
+    if (NULL == peer) {
+        peer = learn_endpoint(desc->endpoint, desc);
+    }
+    if (NULL == peer) {
+        mca_pml_dr2.counters.unknown_endpoint++;
+        DR2_VERBOSE(20, "pml:dr2: dropped a segment from an unknown endpoint %p", (void *) desc->endpoint);
+        mca_pml_dr2_leave();
+        return;
+    }
+    for (size_t i = 0; i < desc->des_segment_count; i++) {
+        len += desc->des_segments[i].seg_len;
+    }
+    if (mca_pml_dr2.depth > 1 || desc->des_segment_count > 1) {
+        /* nested in another dr2 frame (or scattered): copy, process when it is safe */
+        mca_pml_dr2_deferred_t *d = malloc(sizeof(*d) + len);
+        if (NULL != d) {
+            size_t off = 0;
+            OBJ_CONSTRUCT(&d->super, opal_list_item_t);
+            d->peer = peer;
+            d->len = len;
+            for (size_t i = 0; i < desc->des_segment_count; i++) {
+                memcpy(d->data + off, desc->des_segments[i].seg_addr.pval,
+                       desc->des_segments[i].seg_len);
+                off += desc->des_segments[i].seg_len;
+            }
+            opal_list_append(&mca_pml_dr2.deferred, &d->super);
+        }
+    } else if (1 == desc->des_segment_count) {
+        mca_pml_dr2_recv_segment(peer, desc->des_segments[0].seg_addr.pval, len);
+    }
+    mca_pml_dr2_leave();
+}

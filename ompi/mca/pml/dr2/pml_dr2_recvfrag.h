@@ -1,0 +1,79 @@
+/*
+ * ompi-resilience: pml/dr2 receive path: BTL segments in, headers checked, fragments
+ * placed, messages matched.
+ *
+ * A message being received is an mca_pml_dr2_rxmsg_t, created from its MATCH or RNDV
+ * header and found again by (peer, msg id) for its FRAGs: nothing read off the wire is
+ * ever used as a pointer. Until a receive matches it, an eager message's data is kept in
+ * a buffer of its own; a rendezvous message has no data until the receiver matches it and
+ * tells the sender to go ahead.
+ */
+#ifndef MCA_PML_DR2_RECVFRAG_H
+#define MCA_PML_DR2_RECVFRAG_H
+
+#include "pml_dr2.h"
+#include "pml_dr2_peer.h"
+
+BEGIN_C_DECLS
+
+struct mca_pml_dr2_recv_request_t;
+
+typedef struct mca_pml_dr2_rxmsg_t {
+    opal_list_item_t super; /* on an unexpected, out-of-order or no-communicator list */
+    mca_pml_dr2_peer_t *peer;
+    uint32_t ctx;
+    int32_t src;
+    int32_t tag;
+    uint16_t seq;
+    bool rndv;
+    bool sync;
+    bool matched;  /* bound to a receive request (or taken by a matched probe) */
+    bool in_hash;  /* in peer->rx_msgs */
+    uint32_t msg_id;
+    uint64_t msg_len;
+    uint64_t bytes_received;
+    unsigned char *buf; /* eager data while unexpected */
+    struct mca_pml_dr2_recv_request_t *req;
+} mca_pml_dr2_rxmsg_t;
+
+OBJ_CLASS_DECLARATION(mca_pml_dr2_rxmsg_t);
+
+/* A vfrag being received. */
+typedef struct {
+    uint32_t id;
+    uint8_t nfrags;
+    uint64_t mask;
+    uint32_t msg_id;
+} mca_pml_dr2_rx_vfrag_t;
+
+/* A segment delivered while a dr2 frame was active, processed later. */
+typedef struct {
+    opal_list_item_t super;
+    mca_pml_dr2_peer_t *peer;
+    size_t len;
+    unsigned char data[];
+} mca_pml_dr2_deferred_t;
+
+/* BTL active-message callback for MCA_PML_DR2_BTL_TAG. */
+void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
+                                    const mca_btl_base_receive_descriptor_t *desc);
+
+/* Process a segment from `peer` (lock held, not nested). */
+void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len);
+
+/* Try to match an incoming message (in sequence order) on its communicator. */
+void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg);
+
+/* The receive bound to an rxmsg completes, or the message is abandoned: drop it from the
+ * peer's tables and free it. */
+void mca_pml_dr2_rxmsg_release(mca_pml_dr2_rxmsg_t *msg);
+
+/* All data of a matched message is in: copy unexpected data out, complete the request. */
+void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg);
+
+/* Tell the sender of a matched rendezvous (or synchronous) message to go ahead. */
+void mca_pml_dr2_rxmsg_send_matched(mca_pml_dr2_rxmsg_t *msg);
+
+END_C_DECLS
+
+#endif /* MCA_PML_DR2_RECVFRAG_H */

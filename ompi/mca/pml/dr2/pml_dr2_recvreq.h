@@ -1,0 +1,48 @@
+/*
+ * ompi-resilience: pml/dr2 receive requests.
+ *
+ * A receive request is posted on its communicator (pml_dr2_comm.h) until a message
+ * matches it; from then on it is bound to that message (mca_pml_dr2_rxmsg_t) and data
+ * fragments land in its buffer, checked while copied. Data beyond the buffer is checked
+ * and discarded, and the request ends with MPI_ERR_TRUNCATE.
+ */
+#ifndef MCA_PML_DR2_RECVREQ_H
+#define MCA_PML_DR2_RECVREQ_H
+
+#include "pml_dr2.h"
+
+BEGIN_C_DECLS
+
+struct mca_pml_dr2_rxmsg_t;
+
+typedef struct mca_pml_dr2_recv_request_t {
+    mca_pml_base_recv_request_t req_recv;
+    struct mca_pml_dr2_rxmsg_t *msg; /* the matched message */
+    size_t capacity;                 /* packed bytes the user buffer holds */
+    bool contiguous;                 /* the buffer can be written directly */
+    bool posted;                     /* on the communicator's posted list */
+} mca_pml_dr2_recv_request_t;
+
+OBJ_CLASS_DECLARATION(mca_pml_dr2_recv_request_t);
+
+/* Start (match against unexpected messages, else post) an initialised receive. */
+int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req);
+
+/* Bind a matched message to the request: status envelope, convertor, and the message's
+ * data so far. May complete the request. */
+void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
+                                      struct mca_pml_dr2_rxmsg_t *msg);
+
+/* Write payload bytes [offset, offset+len) of the matched message into the user buffer,
+ * checking them against `crc` on the way when `check`. Returns true if they are intact
+ * (the bytes beyond the buffer's capacity are checked but not stored). */
+bool mca_pml_dr2_recv_request_unpack(mca_pml_dr2_recv_request_t *req, uint64_t offset,
+                                     const unsigned char *data, uint32_t len, bool check,
+                                     uint32_t crc);
+
+/* Complete the request with `error` (MPI_SUCCESS, or the error to report). */
+void mca_pml_dr2_recv_request_complete(mca_pml_dr2_recv_request_t *req, int error);
+
+END_C_DECLS
+
+#endif /* MCA_PML_DR2_RECVREQ_H */

@@ -1,0 +1,308 @@
+/*
+ * ompi-resilience: pml/dr2 send requests and the send entry points (see pml_dr2_sendreq.h).
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/mca/pml/base/pml_base_bsend.h"
+#include "ompi/runtime/params.h"
+
+#include "pml_dr2.h"
+#include "pml_dr2_comm.h"
+#include "pml_dr2_sendreq.h"
+#include "pml_dr2_vfrag.h"
+
+static void send_request_release(mca_pml_dr2_send_request_t *req)
+{
+    MCA_PML_BASE_SEND_REQUEST_FINI(&req->req_send);
+    /* always under the dr2 lock: the single-threaded free list is enough */
+    opal_free_list_return_st(&mca_pml_dr2.send_requests, (opal_free_list_item_t *) req);
+}
+
+static int send_request_free(struct ompi_request_t **request)
+{
+    mca_pml_dr2_send_request_t *req = *(mca_pml_dr2_send_request_t **) request;
+
+    mca_pml_dr2_enter();
+    req->req_send.req_base.req_free_called = true;
+    if (req->req_send.req_base.req_pml_complete) {
+        send_request_release(req);
+    }
+    mca_pml_dr2_leave();
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+/* Sends cannot be cancelled once started (MPI 4 deprecates it), except that under ULFM a
+ * send to a failed process, or on a revoked communicator, must complete in error: the
+ * request's error is already set by ompi_request_is_failed. */
+static int send_request_cancel(struct ompi_request_t *request, int flag)
+{
+    mca_pml_dr2_send_request_t *req = (mca_pml_dr2_send_request_t *) request;
+    ompi_communicator_t *comm = req->req_send.req_base.req_comm;
+    int error = request->req_status.MPI_ERROR;
+    bool failed;
+
+    mca_pml_dr2_enter();
+    if (REQUEST_COMPLETE(request) || req->req_send.req_base.req_pml_complete) {
+        mca_pml_dr2_leave();
+        return OMPI_SUCCESS;
+    }
+    failed = MPI_SUCCESS != error || ompi_comm_is_revoked(comm)
+             || !ompi_comm_is_proc_active(comm, req->req_send.req_base.req_peer,
+                                          OMPI_COMM_IS_INTER(comm));
+    if (ompi_ftmpi_enabled && failed) {
+        if (MPI_SUCCESS == error) {
+            error = ompi_comm_is_revoked(comm) ? MPI_ERR_REVOKED : MPI_ERR_PROC_FAILED;
+        }
+        if (NULL != req->msg) {
+            mca_pml_dr2_txmsg_abort(req->msg, error); /* completes the request */
+        } else {
+            mca_pml_dr2_send_request_complete(req, error);
+        }
+        mca_pml_dr2_leave();
+        return OMPI_SUCCESS;
+    }
+    mca_pml_dr2_leave();
+    return OMPI_SUCCESS; /* not cancelled: the send proceeds */
+}
+
+static void send_request_construct(mca_pml_dr2_send_request_t *req)
+{
+    req->req_send.req_base.req_type = MCA_PML_REQUEST_SEND;
+    req->req_send.req_base.req_ompi.req_start = mca_pml_dr2_start;
+    req->req_send.req_base.req_ompi.req_free = send_request_free;
+    req->req_send.req_base.req_ompi.req_cancel = send_request_cancel;
+    req->peer = NULL;
+    req->msg = NULL;
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_dr2_send_request_t, mca_pml_base_send_request_t,
+                   send_request_construct, NULL);
+
+void mca_pml_dr2_send_request_complete(mca_pml_dr2_send_request_t *req, int error)
+{
+    req->req_send.req_base.req_ompi.req_status.MPI_ERROR = error;
+    req->req_send.req_base.req_pml_complete = true;
+    if (req->req_send.req_base.req_free_called) {
+        send_request_release(req);
+        return;
+    }
+    /* may run a completion callback that frees the request: not touched afterwards */
+    ompi_request_complete(&req->req_send.req_base.req_ompi, true);
+}
+
+/* Copy the whole message into `dst` (packed). */
+static void pack_all(mca_pml_dr2_send_request_t *req, void *dst, size_t len)
+{
+    struct iovec iov = {.iov_base = dst, .iov_len = len};
+    uint32_t iov_count = 1;
+    size_t max_data = len, pos = 0;
+
+    opal_convertor_set_position(&req->req_send.req_base.req_convertor, &pos);
+    opal_convertor_pack(&req->req_send.req_base.req_convertor, &iov, &iov_count, &max_data);
+}
+
+int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
+{
+    mca_pml_base_request_t *base = &sendreq->req_send.req_base;
+    ompi_communicator_t *comm = base->req_comm;
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    size_t len;
+    mca_pml_dr2_peer_t *peer;
+    mca_pml_dr2_txmsg_t *msg;
+    void *copy = NULL;
+    mca_pml_dr2_own_t own = MCA_PML_DR2_OWN_NONE;
+    bool complete_now = false;
+
+    MCA_PML_BASE_SEND_START(&sendreq->req_send);
+    len = sendreq->req_send.req_bytes_packed;
+
+    /* ULFM: a send on a revoked communicator or to a failed process completes in error
+     * (ob1: isend.c); it must never wait for a peer that will not answer. */
+    if (ompi_comm_is_revoked(comm) && !ompi_request_tag_is_ft(base->req_tag)) {
+        mca_pml_dr2_send_request_complete(sendreq, MPI_ERR_REVOKED);
+        return OMPI_SUCCESS;
+    }
+    if (ompi_comm_coll_revoked(comm) && ompi_request_tag_is_collective(base->req_tag)) {
+        mca_pml_dr2_send_request_complete(sendreq, MPI_ERR_PROC_FAILED);
+        return OMPI_SUCCESS;
+    }
+    if (!ompi_comm_is_proc_active(comm, base->req_peer, OMPI_COMM_IS_INTER(comm))) {
+        mca_pml_dr2_send_request_complete(sendreq, MPI_ERR_PROC_FAILED);
+        return OMPI_SUCCESS;
+    }
+    peer = mca_pml_dr2_comm_peer(comm, base->req_peer);
+    if (NULL == peer || peer->failed) {
+        mca_pml_dr2_send_request_complete(sendreq, MPI_ERR_PROC_FAILED);
+        return OMPI_SUCCESS;
+    }
+    sendreq->peer = peer;
+
+    if (MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode && len > 0) {
+        /* buffered: the copy goes to the user's attached buffer, whatever the size */
+        copy = mca_pml_base_bsend_request_alloc_buf(len);
+        if (NULL == copy) {
+            return OMPI_ERR_BUFFER;
+        }
+        own = MCA_PML_DR2_OWN_BSEND;
+        complete_now = true;
+    } else if (MCA_PML_BASE_SEND_SYNCHRONOUS != sendreq->req_send.req_send_mode
+               && len <= mca_pml_dr2.eager_limit) {
+        complete_now = true;
+        if (len > 0) {
+            copy = malloc(len);
+            if (NULL == copy) {
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
+            own = MCA_PML_DR2_OWN_MALLOC;
+        }
+    }
+
+    if (NULL == copy && len > 0 && opal_convertor_need_buffers(&base->req_convertor)) {
+        /* A non-contiguous rendezvous is packed once, up front: fragments are cut at fixed
+         * byte offsets, and the convertor cannot pack a range that starts or ends inside a
+         * basic element (it stops short). The request still completes on the last ACK. */
+        copy = malloc(len);
+        if (NULL == copy) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        own = MCA_PML_DR2_OWN_MALLOC;
+    }
+
+    msg = OBJ_NEW(mca_pml_dr2_txmsg_t);
+    if (NULL == msg) {
+        if (MCA_PML_DR2_OWN_MALLOC == own) {
+            free(copy);
+        } else if (MCA_PML_DR2_OWN_BSEND == own) {
+            mca_pml_base_bsend_request_free(copy);
+        }
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    msg->peer = peer;
+    msg->ctx = ompi_comm_get_local_cid(comm);
+    msg->src = comm->c_my_rank;
+    msg->tag = base->req_tag;
+    msg->seq = dcomm->procs[base->req_peer].send_seq++;
+    msg->msg_len = len;
+    msg->frag_len = mca_pml_dr2_peer_max_payload(peer);
+    if (NULL != copy) {
+        pack_all(sendreq, copy, len);
+        msg->contig = copy;
+        msg->owned = copy;
+        msg->own = own;
+    } else if (len > 0) {
+        /* contiguous user buffer: fragments are checksummed straight out of it */
+        void *p;
+        opal_convertor_get_offset_pointer(&base->req_convertor, 0, &p);
+        msg->contig = p;
+    }
+    /* Large messages, synchronous ones of any size, and buffered ones above the eager
+     * limit go by rendezvous: nothing but the envelope until the receiver matched. */
+    msg->rndv = len > mca_pml_dr2.eager_limit
+                || MCA_PML_BASE_SEND_SYNCHRONOUS == sendreq->req_send.req_send_mode;
+    if (!complete_now) {
+        msg->req = sendreq;
+        sendreq->msg = msg;
+    }
+    mca_pml_dr2_txmsg_start(msg);
+    if (complete_now) {
+        /* after the message is queued, so that a completion callback that sends again
+         * cannot overtake it */
+        mca_pml_dr2_send_request_complete(sendreq, MPI_SUCCESS);
+    }
+    return OMPI_SUCCESS;
+}
+
+static mca_pml_dr2_send_request_t *send_request_alloc(const void *buf, size_t count,
+                                                      ompi_datatype_t *datatype, int dst,
+                                                      int tag, mca_pml_base_send_mode_t mode,
+                                                      ompi_communicator_t *comm, bool persistent)
+{
+    mca_pml_dr2_send_request_t *sendreq;
+    ompi_proc_t *proc;
+
+    if (dst < 0 || dst >= comm->c_remote_group->grp_proc_count) {
+        return NULL;
+    }
+    proc = ompi_comm_peer_lookup(comm, dst);
+    if (NULL == proc) {
+        return NULL;
+    }
+    mca_pml_dr2_enter();
+    sendreq = (mca_pml_dr2_send_request_t *) opal_free_list_get_st(&mca_pml_dr2.send_requests);
+    mca_pml_dr2_leave();
+    if (NULL == sendreq) {
+        return NULL;
+    }
+    sendreq->req_send.req_base.req_proc = proc;
+    sendreq->req_send.req_base.req_type = MCA_PML_REQUEST_SEND;
+    sendreq->req_send.req_base.req_ompi.req_cancel = send_request_cancel;
+    sendreq->msg = NULL;
+    sendreq->peer = NULL;
+    MCA_PML_BASE_SEND_REQUEST_INIT(&sendreq->req_send, buf, count, datatype, dst, tag, comm,
+                                   mode, persistent, 0);
+    return sendreq;
+}
+
+int mca_pml_dr2_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode,
+                           struct ompi_communicator_t *comm, struct ompi_request_t **request)
+{
+    mca_pml_dr2_send_request_t *sendreq;
+
+    sendreq = send_request_alloc(buf, count, datatype, dst, tag, mode, comm, true);
+    if (NULL == sendreq) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    /* inactive until MPI_Start: complete for the PML, so that MPI_Request_free works */
+    sendreq->req_send.req_base.req_pml_complete = true;
+    *request = &sendreq->req_send.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
+                      struct ompi_request_t **request)
+{
+    mca_pml_dr2_send_request_t *sendreq;
+    int rc;
+
+    sendreq = send_request_alloc(buf, count, datatype, dst, tag, mode, comm, false);
+    if (NULL == sendreq) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_pml_dr2_enter();
+    rc = mca_pml_dr2_send_request_start(sendreq);
+    if (OMPI_SUCCESS != rc) {
+        send_request_release(sendreq);
+        mca_pml_dr2_leave();
+        return rc;
+    }
+    mca_pml_dr2_leave();
+    *request = &sendreq->req_send.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
+{
+    ompi_request_t *request = NULL;
+    int rc;
+
+    rc = mca_pml_dr2_isend(buf, count, datatype, dst, tag, mode, comm, &request);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    ompi_request_wait_completion(request);
+    rc = request->req_status.MPI_ERROR;
+    if (!REQUEST_COMPLETE(request)) {
+        /* ULFM: the wait gave up on a failed peer: take the request back */
+        ompi_request_cancel(request);
+        ompi_request_wait_completion(request);
+    }
+    ompi_request_free(&request);
+    return rc;
+}

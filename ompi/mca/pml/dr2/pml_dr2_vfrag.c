@@ -1,0 +1,642 @@
+/*
+ * ompi-resilience: pml/dr2 sender side of the reliability protocol (see pml_dr2_vfrag.h).
+ */
+#include "ompi_config.h"
+
+#include <string.h>
+
+#include "ompi/mca/pml/base/pml_base_bsend.h"
+
+#include "pml_dr2.h"
+#include "pml_dr2_ackmask.h"
+#include "pml_dr2_crc.h"
+#include "pml_dr2_peer.h"
+#include "pml_dr2_sendreq.h"
+#include "pml_dr2_vfrag.h"
+
+static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
+{
+    msg->peer = NULL;
+    msg->state = MCA_PML_DR2_TX_SCHEDULING;
+    msg->rndv = false;
+    msg->in_list = false;
+    msg->has_id = false;
+    msg->msg_id = 0;
+    msg->next_offset = 0;
+    msg->vfrags_live = 0;
+    msg->contig = NULL;
+    msg->owned = NULL;
+    msg->own = MCA_PML_DR2_OWN_NONE;
+    msg->req = NULL;
+    msg->match_retries = 0;
+    msg->match_flags = 0;
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_dr2_txmsg_t, opal_list_item_t, txmsg_construct, NULL);
+OBJ_CLASS_INSTANCE(mca_pml_dr2_vfrag_t, opal_list_item_t, NULL, NULL);
+
+/* ---- timers -------------------------------------------------------------------------- */
+
+static inline void arm_deadline(uint64_t deadline)
+{
+    if (deadline < mca_pml_dr2.next_deadline_us) {
+        mca_pml_dr2.next_deadline_us = deadline;
+    }
+}
+
+/* Exponential backoff on the peer's RTO, capped. */
+static uint64_t backoff_us(mca_pml_dr2_peer_t *peer, uint32_t retries)
+{
+    uint64_t t = peer->rto_us;
+
+    for (uint32_t i = 0; i < retries && t < mca_pml_dr2.ack_timeout_max_us; i++) {
+        t *= 2;
+    }
+    return t > mca_pml_dr2.ack_timeout_max_us ? mca_pml_dr2.ack_timeout_max_us : t;
+}
+
+/* ---- fragments on the wire ----------------------------------------------------------- */
+
+typedef struct {
+    const mca_pml_dr2_vfrag_t *v;
+    unsigned index;
+    uint8_t flags;
+} frag_ctx_t;
+
+static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned index)
+{
+    uint64_t start = (uint64_t) index * v->msg->frag_len;
+    uint64_t left;
+
+    if (start >= v->len) {
+        return 0;
+    }
+    left = v->len - start;
+    return left < v->msg->frag_len ? (uint32_t) left : v->msg->frag_len;
+}
+
+/* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
+ * data is always contiguous here (user buffer or packed copy): the payload is checksummed
+ * while it is copied, reading it once. */
+static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
+{
+    frag_ctx_t *ctx = vctx;
+    const mca_pml_dr2_vfrag_t *v = ctx->v;
+    mca_pml_dr2_txmsg_t *msg = v->msg;
+    uint32_t flen = frag_payload_len(v, ctx->index);
+    uint64_t off = v->offset + (uint64_t) ctx->index * msg->frag_len;
+    unsigned char *payload = buf + PML_DR2_HDR_MAX_LEN;
+    bool crc = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+    pml_dr2_hdr_t hdr;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.flags = ctx->flags;
+    if (0 == ctx->index && PML_DR2_HDR_FRAG != v->kind) {
+        hdr.type = v->kind;
+        hdr.flags |= msg->match_flags;
+        hdr.match.ctx = msg->ctx;
+        hdr.match.src = msg->src;
+        hdr.match.tag = msg->tag;
+        hdr.match.seq = msg->seq;
+        hdr.match.frag_count = v->nfrags;
+        hdr.match.vfrag = v->id;
+        hdr.match.msg_len = msg->msg_len;
+    } else {
+        hdr.type = PML_DR2_HDR_FRAG;
+        hdr.frag.msg_id = msg->msg_id;
+        hdr.frag.vfrag = v->id;
+        hdr.frag.frag_index = (uint8_t) ctx->index;
+        hdr.frag.frag_count = v->nfrags;
+        hdr.frag.offset = off;
+        hdr.frag.msg_len = msg->msg_len;
+    }
+    hdr.frag_len = flen;
+    hdr.data_crc = 0;
+    if (flen > 0) {
+        if (crc) {
+            hdr.data_crc = pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, payload, msg->contig + off, flen);
+        } else {
+            memcpy(payload, msg->contig + off, flen);
+        }
+    }
+    (void) pml_dr2_hdr_encode(&hdr, buf, PML_DR2_HDR_MAX_LEN);
+    (void) len;
+    return PML_DR2_HDR_MAX_LEN + flen;
+}
+
+static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v, unsigned index,
+                         uint8_t flags)
+{
+    frag_ctx_t ctx = {v, index, flags};
+    int rc = mca_pml_dr2_peer_send_segment(peer, PML_DR2_HDR_MAX_LEN + frag_payload_len(v, index),
+                                           fill_fragment, &ctx);
+    if (OMPI_SUCCESS == rc) {
+        mca_pml_dr2.counters.frags_sent++;
+    }
+    return rc;
+}
+
+/* ---- vfrags ---------------------------------------------------------------------------- */
+
+static bool window_has_room(mca_pml_dr2_peer_t *peer)
+{
+    mca_pml_dr2_vfrag_t *oldest;
+
+    if (opal_list_is_empty(&peer->tx_unacked)) {
+        return true;
+    }
+    oldest = (mca_pml_dr2_vfrag_t *) opal_list_get_first(&peer->tx_unacked);
+    return (uint32_t) (peer->tx_next_id - oldest->id) < mca_pml_dr2.window;
+}
+
+static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
+                                         uint64_t offset, uint64_t len)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+    mca_pml_dr2_vfrag_t *v = OBJ_NEW(mca_pml_dr2_vfrag_t);
+    uint64_t n;
+
+    if (NULL == v) {
+        return NULL;
+    }
+    n = PML_DR2_HDR_RNDV == kind ? 1 : (len + msg->frag_len - 1) / msg->frag_len;
+    if (0 == n) {
+        n = 1; /* an empty message still has its MATCH */
+    }
+    v->msg = msg;
+    v->id = peer->tx_next_id++;
+    v->kind = kind;
+    v->nfrags = (uint8_t) n;
+    v->offset = offset;
+    v->len = len;
+    v->pending = pml_dr2_ackmask_full(v->nfrags);
+    v->sent = v->acked = v->fast_resent = 0;
+    v->sent_at_us = 0;
+    v->deadline_us = UINT64_MAX;
+    v->retries = 0;
+    v->retransmitted = false;
+    opal_list_append(&peer->tx_unacked, &v->super);
+    opal_hash_table_set_value_uint32(&peer->tx_vfrags, v->id, v);
+    msg->vfrags_live++;
+    peer->tx_pending++;
+    mca_pml_dr2.timers_armed++;
+    mca_pml_dr2_peer_set_work(peer);
+    return v;
+}
+
+static void txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+
+    if (msg->in_list) {
+        opal_list_remove_item(MCA_PML_DR2_TX_AWAIT_MATCH == msg->state ? &peer->tx_await_match
+                                                                        : &peer->tx_blocked,
+                              &msg->super);
+        if (MCA_PML_DR2_TX_AWAIT_MATCH == msg->state) {
+            mca_pml_dr2.timers_armed--;
+        }
+        msg->in_list = false;
+    }
+    if (MCA_PML_DR2_OWN_MALLOC == msg->own) {
+        free(msg->owned);
+    } else if (MCA_PML_DR2_OWN_BSEND == msg->own) {
+        mca_pml_base_bsend_request_free(msg->owned);
+    }
+    msg->owned = NULL;
+    if (NULL != msg->req) {
+        mca_pml_dr2_send_request_t *req = msg->req;
+        msg->req = NULL;
+        req->msg = NULL;
+        mca_pml_dr2_send_request_complete(req, error);
+    }
+    OBJ_RELEASE(msg);
+}
+
+static void txmsg_maybe_done(mca_pml_dr2_txmsg_t *msg)
+{
+    if (MCA_PML_DR2_TX_DRAINING == msg->state && 0 == msg->vfrags_live) {
+        txmsg_finish(msg, MPI_SUCCESS);
+    }
+}
+
+/* Create vfrags for what the message still has to send, as far as the window allows;
+ * a message that does not fit waits on the peer's blocked list, in order. */
+static void txmsg_schedule(mca_pml_dr2_txmsg_t *msg)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+    uint64_t per_vfrag = (uint64_t) msg->frag_len * PML_DR2_MAX_FRAGS_PER_VFRAG;
+
+    if (!msg->has_id) {
+        mca_pml_dr2_vfrag_t *v;
+        if (!window_has_room(peer)) {
+            goto blocked;
+        }
+        if (msg->rndv) {
+            v = vfrag_create(msg, PML_DR2_HDR_RNDV, 0, 0);
+        } else {
+            uint64_t len = msg->msg_len < per_vfrag ? msg->msg_len : per_vfrag;
+            v = vfrag_create(msg, PML_DR2_HDR_MATCH, 0, len);
+            msg->next_offset = len;
+        }
+        if (NULL == v) {
+            goto blocked;
+        }
+        msg->msg_id = v->id;
+        msg->has_id = true;
+        if (msg->rndv) {
+            /* the data waits for the receiver's go-ahead */
+            if (msg->in_list) {
+                opal_list_remove_item(&peer->tx_blocked, &msg->super);
+                msg->in_list = false;
+            }
+            return;
+        }
+    }
+    while (msg->next_offset < msg->msg_len) {
+        uint64_t left = msg->msg_len - msg->next_offset;
+        uint64_t len = left < per_vfrag ? left : per_vfrag;
+        if (!window_has_room(peer) || NULL == vfrag_create(msg, PML_DR2_HDR_FRAG, msg->next_offset, len)) {
+            goto blocked;
+        }
+        msg->next_offset += len;
+    }
+    if (msg->in_list) {
+        opal_list_remove_item(&peer->tx_blocked, &msg->super);
+        msg->in_list = false;
+    }
+    msg->state = MCA_PML_DR2_TX_DRAINING;
+    return;
+
+blocked:
+    if (!msg->in_list) {
+        opal_list_append(&peer->tx_blocked, &msg->super);
+        msg->in_list = true;
+    }
+}
+
+static void schedule_blocked(mca_pml_dr2_peer_t *peer)
+{
+    while (!opal_list_is_empty(&peer->tx_blocked) && window_has_room(peer)) {
+        mca_pml_dr2_txmsg_t *msg = (mca_pml_dr2_txmsg_t *) opal_list_get_first(&peer->tx_blocked);
+        txmsg_schedule(msg);
+        if (msg->in_list) {
+            break; /* still blocked: keep the order */
+        }
+        txmsg_maybe_done(msg);
+    }
+}
+
+void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+
+    msg->state = MCA_PML_DR2_TX_SCHEDULING;
+    if (!opal_list_is_empty(&peer->tx_blocked)) {
+        /* others are waiting for window space: queue behind them */
+        opal_list_append(&peer->tx_blocked, &msg->super);
+        msg->in_list = true;
+    } else {
+        txmsg_schedule(msg);
+    }
+    mca_pml_dr2_peer_push(peer);
+}
+
+/* The receiver matched a rendezvous: send the data. */
+static void txmsg_matched(mca_pml_dr2_txmsg_t *msg)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+
+    if (!msg->rndv || !msg->has_id) {
+        return; /* a duplicate go-ahead: the data is already on its way */
+    }
+    if (msg->in_list && MCA_PML_DR2_TX_AWAIT_MATCH == msg->state) {
+        opal_list_remove_item(&peer->tx_await_match, &msg->super);
+        msg->in_list = false;
+        mca_pml_dr2.timers_armed--;
+    }
+    msg->rndv = false; /* from now on: a message whose data is scheduled */
+    msg->state = MCA_PML_DR2_TX_SCHEDULING;
+    txmsg_schedule(msg);
+    txmsg_maybe_done(msg);
+}
+
+static void vfrag_done(mca_pml_dr2_vfrag_t *v)
+{
+    mca_pml_dr2_txmsg_t *msg = v->msg;
+    mca_pml_dr2_peer_t *peer = msg->peer;
+
+    opal_list_remove_item(&peer->tx_unacked, &v->super);
+    opal_hash_table_remove_value_uint32(&peer->tx_vfrags, v->id);
+    if (0 != v->pending) {
+        peer->tx_pending--;
+    }
+    mca_pml_dr2.timers_armed--;
+    msg->vfrags_live--;
+    if (PML_DR2_HDR_RNDV == v->kind && msg->rndv) {
+        /* delivered but not matched yet: wait for the receiver's go-ahead, with a slow
+         * timer that resends the RNDV in case the go-ahead is lost */
+        msg->state = MCA_PML_DR2_TX_AWAIT_MATCH;
+        msg->match_retries = 0;
+        msg->match_deadline_us = mca_pml_dr2_now_us() + backoff_us(peer, 2);
+        arm_deadline(msg->match_deadline_us);
+        opal_list_append(&peer->tx_await_match, &msg->super);
+        msg->in_list = true;
+        mca_pml_dr2.timers_armed++;
+    }
+    OBJ_RELEASE(v);
+    txmsg_maybe_done(msg);
+    schedule_blocked(peer);
+    mca_pml_dr2_peer_set_work(peer);
+}
+
+static inline void vfrag_add_pending(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v,
+                                     uint64_t bits)
+{
+    if (0 == bits) {
+        return;
+    }
+    if (0 == v->pending) {
+        peer->tx_pending++;
+    }
+    v->pending |= bits;
+    v->retransmitted = true;
+    mca_pml_dr2_peer_set_work(peer);
+}
+
+void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer)
+{
+    mca_pml_dr2_vfrag_t *v, *next;
+    uint64_t now;
+
+    if (0 == peer->tx_pending || peer->failed) {
+        return;
+    }
+    now = mca_pml_dr2_now_us();
+    OPAL_LIST_FOREACH_SAFE (v, next, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
+        while (0 != v->pending) {
+            int index = pml_dr2_ackmask_lowest(v->pending);
+            uint64_t bit = pml_dr2_ackmask_bit((unsigned) index);
+            uint8_t flags = 0;
+            int rc;
+
+            if (v->sent & bit) {
+                flags |= PML_DR2_HDR_FLAG_RETRANSMIT;
+            }
+            /* Ask for an ACK with the last fragment this round sends of the vfrag: it
+             * then shows any gap at once (fast retransmit), not after a timeout. */
+            if (0 == (v->pending & ~bit)) {
+                flags |= PML_DR2_HDR_FLAG_ACK_NOW;
+            }
+            rc = send_fragment(peer, v, (unsigned) index, flags);
+            if (OMPI_SUCCESS != rc) {
+                if (OMPI_ERR_UNREACH == rc) {
+                    mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+                }
+                mca_pml_dr2_peer_set_work(peer);
+                return; /* the BTL is full: the rest goes from progress */
+            }
+            if (v->sent & bit) {
+                mca_pml_dr2.counters.retransmits++;
+            }
+            v->pending &= ~bit;
+            v->sent |= bit;
+            v->sent_at_us = now;
+            if (0 == v->pending) {
+                peer->tx_pending--;
+                v->deadline_us = now + backoff_us(peer, v->retries);
+                arm_deadline(v->deadline_us);
+            }
+        }
+        if (0 == peer->tx_pending) {
+            break;
+        }
+    }
+    mca_pml_dr2_peer_set_work(peer);
+}
+
+/* ---- ACK and NACK ---------------------------------------------------------------------- */
+
+static mca_pml_dr2_vfrag_t *vfrag_lookup(mca_pml_dr2_peer_t *peer, uint32_t id)
+{
+    void *v = NULL;
+
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->tx_vfrags, id, &v)) {
+        return NULL;
+    }
+    return v;
+}
+
+void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, hdr->ack.vfrag);
+    bool matched = 0 != (hdr->flags & PML_DR2_HDR_FLAG_MATCHED);
+    uint64_t full, newly, now;
+
+    mca_pml_dr2.counters.acks_received++;
+    if (NULL == v) {
+        if (matched) {
+            mca_pml_dr2_txmsg_t *msg;
+            OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+                if (msg->msg_id == hdr->ack.vfrag) {
+                    txmsg_matched(msg);
+                    mca_pml_dr2_peer_push(peer);
+                    return;
+                }
+            }
+        }
+        mca_pml_dr2.counters.duplicates++; /* an ACK repeated after the vfrag completed */
+        return;
+    }
+    full = pml_dr2_ackmask_full(v->nfrags);
+    if (!pml_dr2_ackmask_valid(hdr->ack.mask, v->nfrags) || (hdr->ack.mask & ~v->sent) != 0) {
+        mca_pml_dr2.counters.malformed++; /* acknowledges fragments never sent */
+        return;
+    }
+    now = mca_pml_dr2_now_us();
+    newly = hdr->ack.mask & ~v->acked;
+    if (0 != newly && !v->retransmitted) {
+        mca_pml_dr2_peer_rtt_sample(peer, now - v->sent_at_us);
+    }
+    v->acked |= hdr->ack.mask;
+    if (0 != (v->pending & hdr->ack.mask)) {
+        v->pending &= ~hdr->ack.mask;
+        if (0 == v->pending) {
+            peer->tx_pending--;
+        }
+    }
+    if (matched && PML_DR2_HDR_RNDV == v->kind) {
+        txmsg_matched(v->msg);
+    }
+    if (pml_dr2_ackmask_complete(full, v->acked)) {
+        vfrag_done(v);
+    } else {
+        /* Fragments below the highest one the receiver holds were sent before it on an
+         * ordered path and are missing: lost. Resend them now, once per timer period. */
+        int highest = 63 - __builtin_clzll(v->acked);
+        uint64_t below = pml_dr2_ackmask_full((unsigned) highest);
+        uint64_t holes = below & v->sent & ~v->acked & ~v->pending & ~v->fast_resent;
+        if (0 != holes) {
+            mca_pml_dr2.counters.fast_retransmits += pml_dr2_ackmask_count(holes);
+            v->fast_resent |= holes;
+            vfrag_add_pending(peer, v, holes);
+        }
+        if (0 != newly) {
+            /* progress restarts the timer */
+            v->deadline_us = now + backoff_us(peer, v->retries);
+            arm_deadline(v->deadline_us);
+        }
+    }
+    mca_pml_dr2_peer_push(peer);
+}
+
+void mca_pml_dr2_vfrag_nack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, hdr->ack.vfrag);
+    uint64_t resend;
+
+    mca_pml_dr2.counters.nacks_received++;
+    if (NULL == v) {
+        mca_pml_dr2.counters.duplicates++;
+        return;
+    }
+    if (!pml_dr2_ackmask_valid(hdr->ack.mask, v->nfrags)) {
+        mca_pml_dr2.counters.malformed++;
+        return;
+    }
+    resend = pml_dr2_ackmask_to_resend(pml_dr2_ackmask_full(v->nfrags), v->acked, hdr->ack.mask)
+             & v->sent & ~v->pending;
+    vfrag_add_pending(peer, v, resend);
+    mca_pml_dr2_peer_push(peer);
+}
+
+/* ---- timers ---------------------------------------------------------------------------- */
+
+static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
+{
+    mca_pml_dr2_vfrag_t fake;
+
+    /* The RNDV vfrag is gone (acknowledged); rebuild its one fragment from the message. */
+    memset(&fake, 0, sizeof(fake));
+    fake.msg = msg;
+    fake.id = msg->msg_id;
+    fake.kind = PML_DR2_HDR_RNDV;
+    fake.nfrags = 1;
+    if (OMPI_SUCCESS
+        == send_fragment(msg->peer, &fake, 0,
+                         PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)) {
+        mca_pml_dr2.counters.retransmits++;
+    }
+}
+
+int mca_pml_dr2_timers_check(uint64_t now)
+{
+    mca_pml_dr2_peer_t *peer;
+    uint64_t next = UINT64_MAX;
+    int work = 0;
+
+    if (now < mca_pml_dr2.next_deadline_us) {
+        return 0;
+    }
+    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        mca_pml_dr2_vfrag_t *v;
+        mca_pml_dr2_txmsg_t *msg;
+
+        if (peer->failed) {
+            continue;
+        }
+        OPAL_LIST_FOREACH (v, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
+            if (0 == v->sent) {
+                continue; /* not on the wire yet: nothing to time */
+            }
+            if (v->deadline_us <= now) {
+                uint64_t resend = pml_dr2_ackmask_full(v->nfrags) & ~v->acked & v->sent
+                                  & ~v->pending;
+                mca_pml_dr2.counters.timeouts++;
+                v->retries++;
+                if (mca_pml_dr2.retry_limit > 0 && v->retries > (uint32_t) mca_pml_dr2.retry_limit) {
+                    mca_pml_dr2_peer_unreachable(peer->proc, "no acknowledgement within the retry limit");
+                    break;
+                }
+                v->fast_resent = 0;
+                /* Probe, do not flood: resend only the highest missing fragment, with
+                 * ACK_NOW. The receiver's answer shows every other gap, which the fast
+                 * retransmit path then fills; after a lost tail that is all there is. */
+                if (0 != resend) {
+                    uint64_t probe = pml_dr2_ackmask_bit(63 - __builtin_clzll(resend));
+                    /* ...and the MATCH/RNDV if it is missing: without it the receiver
+                     * knows no message and drops every other fragment unanswered */
+                    if (PML_DR2_HDR_FRAG != v->kind) {
+                        probe |= resend & pml_dr2_ackmask_bit(0);
+                    }
+                    resend = probe;
+                }
+                vfrag_add_pending(peer, v, resend);
+                v->deadline_us = now + backoff_us(peer, v->retries);
+                work++;
+            }
+            if (v->deadline_us < next) {
+                next = v->deadline_us;
+            }
+        }
+        if (peer->failed) {
+            continue;
+        }
+        OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+            if (msg->match_deadline_us <= now) {
+                msg->match_retries++;
+                resend_rndv(msg);
+                msg->match_deadline_us = now + backoff_us(peer, msg->match_retries + 2);
+                work++;
+            }
+            if (msg->match_deadline_us < next) {
+                next = msg->match_deadline_us;
+            }
+        }
+        mca_pml_dr2_peer_push(peer);
+    }
+    mca_pml_dr2.next_deadline_us = next;
+    return work;
+}
+
+/* ---- abandoning messages ---------------------------------------------------------------- */
+
+void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+    mca_pml_dr2_vfrag_t *v, *next;
+
+    OPAL_LIST_FOREACH_SAFE (v, next, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
+        if (v->msg != msg) {
+            continue;
+        }
+        opal_list_remove_item(&peer->tx_unacked, &v->super);
+        opal_hash_table_remove_value_uint32(&peer->tx_vfrags, v->id);
+        if (0 != v->pending) {
+            peer->tx_pending--;
+        }
+        mca_pml_dr2.timers_armed--;
+        msg->vfrags_live--;
+        OBJ_RELEASE(v);
+    }
+    txmsg_finish(msg, error);
+    mca_pml_dr2_peer_set_work(peer);
+    if (!peer->failed) {
+        schedule_blocked(peer);
+    }
+}
+
+void mca_pml_dr2_peer_abort_all(mca_pml_dr2_peer_t *peer, int error)
+{
+    while (!opal_list_is_empty(&peer->tx_unacked)) {
+        mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) opal_list_get_first(&peer->tx_unacked);
+        mca_pml_dr2_txmsg_abort(v->msg, error);
+    }
+    while (!opal_list_is_empty(&peer->tx_blocked)) {
+        mca_pml_dr2_txmsg_abort((mca_pml_dr2_txmsg_t *) opal_list_get_first(&peer->tx_blocked),
+                                error);
+    }
+    while (!opal_list_is_empty(&peer->tx_await_match)) {
+        mca_pml_dr2_txmsg_abort((mca_pml_dr2_txmsg_t *) opal_list_get_first(&peer->tx_await_match),
+                                error);
+    }
+}

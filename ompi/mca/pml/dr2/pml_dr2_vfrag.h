@@ -1,0 +1,113 @@
+/*
+ * ompi-resilience: pml/dr2 sender side of the reliability protocol.
+ *
+ * A message being sent (mca_pml_dr2_txmsg_t) is cut into fragments of at most
+ * txmsg->frag_len payload bytes, grouped into vfrags of up to 64 fragments. A vfrag is
+ * the unit of acknowledgement: the receiver answers with a 64-bit mask of the fragments it
+ * holds intact, the sender resends what is missing (on a NACK, on a gap an ACK shows, or
+ * when the vfrag's ACK timer expires). The data a vfrag covers stays readable until it is
+ * acknowledged: either a copy the message owns (eager, buffered) or the user buffer of a
+ * send request that is not complete yet (rendezvous).
+ *
+ * Message kinds:
+ *  - eager: first vfrag starts with a MATCH header; the request completed when the data
+ *    was copied;
+ *  - rendezvous: a RNDV header alone (vfrag of one fragment, no data); after an ACK flagged
+ *    MATCHED the data follows as FRAG vfrags; the request completes when all are acked.
+ */
+#ifndef MCA_PML_DR2_VFRAG_H
+#define MCA_PML_DR2_VFRAG_H
+
+#include "pml_dr2.h"
+#include "pml_dr2_peer.h"
+
+BEGIN_C_DECLS
+
+struct mca_pml_dr2_send_request_t;
+
+typedef enum {
+    MCA_PML_DR2_TX_SCHEDULING = 0, /* vfrags still to be created (window permitting) */
+    MCA_PML_DR2_TX_AWAIT_MATCH,    /* rendezvous delivered, receiver has not matched it */
+    MCA_PML_DR2_TX_DRAINING,       /* every byte is in a vfrag; waiting for their ACKs */
+} mca_pml_dr2_tx_state_t;
+
+typedef enum {
+    MCA_PML_DR2_OWN_NONE = 0, /* user buffer of the send request */
+    MCA_PML_DR2_OWN_MALLOC,   /* a copy in malloc()ed memory */
+    MCA_PML_DR2_OWN_BSEND,    /* a copy in the MPI_Buffer_attach buffer */
+} mca_pml_dr2_own_t;
+
+typedef struct mca_pml_dr2_txmsg_t {
+    opal_list_item_t super; /* on peer->tx_blocked or peer->tx_await_match */
+    mca_pml_dr2_peer_t *peer;
+    mca_pml_dr2_tx_state_t state;
+    bool rndv;
+    bool in_list;
+    /* the matching envelope */
+    uint32_t ctx;
+    int32_t src;
+    int32_t tag;
+    uint16_t seq;
+    uint8_t match_flags; /* PML_DR2_HDR_FLAG_SYNC */
+    uint32_t msg_id;     /* vfrag id of the MATCH or RNDV; 0 until assigned */
+    bool has_id;
+    uint64_t msg_len;
+    uint64_t next_offset;   /* first byte not yet in a vfrag */
+    uint32_t frag_len;      /* payload per fragment */
+    uint32_t vfrags_live;   /* vfrags created and not yet acknowledged */
+    /* the data */
+    const unsigned char *contig; /* the packed bytes (user buffer or a copy) */
+    void *owned;
+    mca_pml_dr2_own_t own;
+    /* the request completed when the last ACK arrives (rendezvous); NULL otherwise */
+    struct mca_pml_dr2_send_request_t *req;
+    /* rendezvous waiting for its match: RNDV resend timer */
+    uint64_t match_deadline_us;
+    uint32_t match_retries;
+} mca_pml_dr2_txmsg_t;
+
+OBJ_CLASS_DECLARATION(mca_pml_dr2_txmsg_t);
+
+typedef struct mca_pml_dr2_vfrag_t {
+    opal_list_item_t super; /* on peer->tx_unacked */
+    mca_pml_dr2_txmsg_t *msg;
+    uint32_t id;
+    uint8_t kind;    /* header type of fragment 0: MATCH, RNDV or FRAG */
+    uint8_t nfrags;
+    uint64_t offset; /* message offset of fragment 0's payload */
+    uint64_t len;    /* payload bytes of the whole vfrag */
+    uint64_t pending;  /* fragments to (re)send */
+    uint64_t sent;     /* fragments sent at least once */
+    uint64_t acked;    /* fragments the receiver holds */
+    uint64_t fast_resent; /* resent on a gap since the last timer expiry */
+    uint64_t sent_at_us;  /* last transmission, for the RTT sample */
+    uint64_t deadline_us; /* ACK timer */
+    uint32_t retries;
+    bool retransmitted;   /* Karn: no RTT sample from this vfrag any more */
+} mca_pml_dr2_vfrag_t;
+
+OBJ_CLASS_DECLARATION(mca_pml_dr2_vfrag_t);
+
+/* Queue a message for transmission: creates its vfrags as the window allows and sends. */
+void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg);
+
+/* Handle an ACK or NACK from the peer (header already validated by the codec). */
+void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr);
+void mca_pml_dr2_vfrag_nack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr);
+
+/* Send whatever fragments of the peer are pending, as far as the BTL takes them. */
+void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer);
+
+/* Expire ACK timers and rendezvous timers of every peer; returns work done. */
+int mca_pml_dr2_timers_check(uint64_t now_us);
+
+/* Abandon a message (its peer failed, or its communicator was revoked): no more
+ * transmissions, resources released, its request (if any) completed with `error`. */
+void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error);
+
+/* Abandon every message towards a peer (the peer failed). */
+void mca_pml_dr2_peer_abort_all(mca_pml_dr2_peer_t *peer, int error);
+
+END_C_DECLS
+
+#endif /* MCA_PML_DR2_VFRAG_H */
