@@ -13,12 +13,21 @@
  *   --kill R:I[:WHERE]  kill original rank R (SIGKILL) at iteration I; WHERE is
  *                       before-allreduce (default), after-allreduce, before-bcast or
  *                       before-checkpoint. Repeatable.
- *   --replacement-stalls  a replacement hangs before it joins (to see
- *                       coll_ftrabit_recovery_timeout end the job instead of a hang).
+ *   --replacement-stalls S  a replacement waits S seconds before it joins (a
+ *                       replacement slower than coll_ftrabit_recovery_timeout).
  *   --kill-marks DIR    each kill happens once: the dying process leaves a mark in DIR, so
  *                       its replacement replaying that iteration does not die again, but a
  *                       later kill of the same rank still happens. Without it, replacements
  *                       never kill themselves.
+ * For measurements (bench/run-recovery.sh):
+ *   --timeline          print wall-clock times (CLOCK_REALTIME, seconds) on stdout:
+ *                       "timeline rank R start T iteration I", "timeline rank R done I T" after
+ *                       each iteration's collectives (and checkpoint), and "timeline rank R
+ *                       kill I T" just before a --kill.
+ *   --checkpoint-file PATH  at each checkpoint rank 0 also writes the global model to PATH
+ *                       (written to PATH.tmp, then renamed: a file is always complete).
+ *   --restart-from-file  start from the model in --checkpoint-file's PATH if it exists: the
+ *                       classic restart of a whole job after a failure killed it.
  */
 #include <math.h>
 #include <mpi.h>
@@ -27,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ftrabit.h"
@@ -45,6 +55,16 @@ static int nkills;
 static int is_replacement;
 
 static const char *kill_marks;
+static int timeline;
+
+/* Wall-clock time in seconds: comparable between the processes of one machine, and between
+ * two jobs (a whole-job restart). */
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
 
 /* True the first time this kill is reached in the whole job (see --kill-marks). */
 static int first_time(int i)
@@ -67,6 +87,10 @@ static void maybe_die(int rank, int iteration, enum where where)
     for (int i = 0; i < nkills; i++) {
         if (kills[i].rank == rank && kills[i].iteration == iteration && kills[i].where == where
             && first_time(i)) {
+            if (timeline) {
+                printf("timeline rank %d kill %d %.6f\n", rank, iteration, wall_now());
+                fflush(stdout);
+            }
             fprintf(stderr, "ftr_kmeans: rank %d killing itself at iteration %d (%s)\n", rank,
                     iteration, where_names[where]);
             fflush(stderr);
@@ -92,16 +116,53 @@ static int parse_kill(const char *spec)
 }
 
 /* An FTR_* call returns an error only when recovery was impossible (the message says why):
- * nothing sensible is left to do but to end the job. */
+ * nothing sensible is left to do but to stop. Every rank gets the same error, and each
+ * ends its own process: under --with-ft ulfm, MPI_Abort would end only the caller. */
 static void ftr_check(int err, const char *what)
 {
     if (MPI_SUCCESS != err) {
         char msg[MPI_MAX_ERROR_STRING];
         int len;
         MPI_Error_string(err, msg, &len);
-        fprintf(stderr, "ftr_kmeans: %s failed: %s; ending the job\n", what, msg);
-        MPI_Abort(MPI_COMM_WORLD, 3);
+        fprintf(stderr, "ftr_kmeans: %s failed: %s; exiting\n", what, msg);
+        fflush(stderr);
+        _exit(3);
     }
+}
+
+/* The model file of --checkpoint-file: a header, then the model (iteration, centroids). */
+#define MODEL_FILE_MAGIC 0x4654524b4d45414eULL /* "FTRKMEAN" */
+
+static void write_model_file(const char *path, const double *model, size_t len)
+{
+    char tmp[4096];
+    uint64_t header[2] = {MODEL_FILE_MAGIC, (uint64_t) len};
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (NULL == f || 1 != fwrite(header, sizeof(header), 1, f)
+        || len != fwrite(model, sizeof(double), len, f) || 0 != fclose(f)
+        || 0 != rename(tmp, path)) {
+        fprintf(stderr, "ftr_kmeans: cannot write the checkpoint file %s\n", path);
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+}
+
+/* 1 if the model was read from path, 0 if there is no such file. */
+static int read_model_file(const char *path, double *model, size_t len)
+{
+    uint64_t header[2];
+    FILE *f = fopen(path, "rb");
+    if (NULL == f) {
+        return 0;
+    }
+    if (1 != fread(header, sizeof(header), 1, f) || MODEL_FILE_MAGIC != header[0]
+        || len != header[1] || len != fread(model, sizeof(double), len, f)) {
+        fprintf(stderr, "ftr_kmeans: %s is not a checkpoint of this model (other --clusters or "
+                        "--dims?)\n", path);
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    fclose(f);
+    return 1;
 }
 
 static uint64_t next_random(uint64_t *s)
@@ -131,13 +192,15 @@ int main(int argc, char **argv)
     int iterations = 30, every = 5, n = 20000, clusters = 8, dims = 4;
     MPI_Comm world, parent;
     int rank, size, version;
+    const char *checkpoint_file = NULL;
+    int restart_from_file = 0;
 
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--replacement-stalls")) {
+        if (!strcmp(argv[i], "--replacement-stalls") && i + 1 < argc) {
             MPI_Init(&argc, &argv);
             MPI_Comm_get_parent(&parent);
-            while (MPI_COMM_NULL != parent) {
-                sleep(1000); /* never joins: the survivors' recovery timeout must end the job */
+            if (MPI_COMM_NULL != parent) {
+                sleep((unsigned) atoi(argv[i + 1]));
             }
         }
     }
@@ -153,7 +216,10 @@ int main(int argc, char **argv)
         else if (ok && !strcmp(argv[i], "--dims")) dims = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i]) == 0;
         else if (ok && !strcmp(argv[i], "--kill-marks")) kill_marks = argv[++i];
-        else if (!strcmp(argv[i], "--replacement-stalls")) ok = 1;
+        else if (ok && !strcmp(argv[i], "--replacement-stalls")) ++i;
+        else if (!strcmp(argv[i], "--timeline")) ok = timeline = 1;
+        else if (ok && !strcmp(argv[i], "--checkpoint-file")) checkpoint_file = argv[++i];
+        else if (!strcmp(argv[i], "--restart-from-file")) ok = restart_from_file = 1;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "ftr_kmeans: bad argument '%s' (see the comment at the top of "
@@ -163,6 +229,10 @@ int main(int argc, char **argv)
     }
     if (iterations < 1 || every < 1 || n < 1 || clusters < 1 || dims < 1) {
         fprintf(stderr, "ftr_kmeans: every size must be positive\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (restart_from_file && NULL == checkpoint_file) {
+        fprintf(stderr, "ftr_kmeans: --restart-from-file needs --checkpoint-file PATH\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Comm_rank(world, &rank);
@@ -201,7 +271,15 @@ int main(int argc, char **argv)
     ftr_check(FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, &moved,
                                   sizeof(moved), &version),
               "FTR_Load_checkpoint");
+    /* A whole-job restart: a fresh job (version 0) that continues from the file. */
+    if (restart_from_file && 0 == version && !is_replacement) {
+        (void) read_model_file(checkpoint_file, model, model_len);
+    }
     int start = (int) model[0];
+    if (timeline) {
+        printf("timeline rank %d start %.6f iteration %d\n", original_rank, wall_now(), start);
+        fflush(stdout);
+    }
     if (0 == rank || is_replacement) {
         printf("rank %d: %s at iteration %d (checkpoint version %d), %ld points in all\n", rank,
                is_replacement ? "replacement starts" : "starts", start, version, total);
@@ -253,6 +331,15 @@ int main(int argc, char **argv)
             ftr_check(FTR_Checkpoint(&world, model, sizeof(double) * model_len, &moved,
                                      sizeof(moved)),
                       "FTR_Checkpoint");
+            if (NULL != checkpoint_file) {
+                int now_rank;
+                MPI_Comm_rank(world, &now_rank); /* recovery may have replaced world */
+                if (0 == now_rank) write_model_file(checkpoint_file, model, model_len);
+            }
+        }
+        if (timeline) {
+            printf("timeline rank %d done %d %.6f\n", original_rank, it, wall_now());
+            fflush(stdout);
         }
     }
     double elapsed = MPI_Wtime() - t0;

@@ -257,7 +257,7 @@ recovery_timeout_ends_the_job() {
     local log=$logs/ft-recovery-timeout.log rc timed_out
     run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
         --mca coll_ftrabit_recovery_timeout 5 -np 3 "$build/examples/ftr_kmeans" \
-        --kill 1:3 --replacement-stalls
+        --kill 1:3 --replacement-stalls 20
     [ $timed_out = 0 ] && grep -q "recovery did not finish within coll_ftrabit_recovery_timeout" "$log"
 }
 
@@ -281,10 +281,11 @@ ft shrink/kill-rank0-then-two 5 "0:4 2:9:before-bcast 3:9:before-bcast" --mca co
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
-# Not run yet: both end in MPI_Abort with the right message, but Open MPI 5.0.7's prterun
-# does not exit after an abort once replacement jobs exist (issue 3 notes).
-# check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
-# check ft/lost-results-end-the-job lost_results_end_the_job
+check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
+check ft/lost-results-end-the-job lost_results_end_the_job
+mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
+mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
+    -- mismatch
 for victim in 3 0; do
     mpi "ft/uniform/victim$victim" 4 pass test/mpi/ft_uniform --with-ft ulfm \
         --mca coll_ftrabit_uniform true -- "$victim"

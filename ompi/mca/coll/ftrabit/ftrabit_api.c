@@ -336,6 +336,11 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
     }
     MPI_Type_size(call->type, &type_size);
     uint32_t occurrence = ftrabit_bootstrap_next_occurrence(&st->bootstrap, file, line, func);
+    if (FTRABIT_BOOTSTRAP_NO_OCCURRENCE == occurrence) {
+        fprintf(stderr, "ftrabit: cannot count the runs of the bootstrap call at %s:%d (%s): "
+                        "out of memory\n", file, line, func);
+        return MPI_ERR_NO_MEM;
+    }
     ftrabit_bootstrap_signature_t sig = {
         .kind = call->is_bcast ? 2 : 1,
         .type_size = (uint64_t) type_size,
@@ -348,6 +353,8 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
     int rc = ftrabit_bootstrap_get(&st->bootstrap, file, line, func, occurrence, &sig, &data,
                                    &len, &stored);
     if (FTRABIT_BOOTSTRAP_MISMATCH == rc) {
+        /* Refused, not run: the next run of this call site takes its place. */
+        ftrabit_bootstrap_retract_occurrence(&st->bootstrap, file, line, func);
         fprintf(stderr, "ftrabit: bootstrap %s at %s:%d (%s), run %u: called with %llu "
                         "elements of %llu bytes (op/root %llu) but the original run used %llu "
                         "elements of %llu bytes (op/root %llu)\n",

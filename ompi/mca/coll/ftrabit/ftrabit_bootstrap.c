@@ -343,6 +343,18 @@ uint32_t ftrabit_bootstrap_next_occurrence(ftrabit_bootstrap_t *table, const cha
     return site->next++;
 }
 
+void ftrabit_bootstrap_retract_occurrence(ftrabit_bootstrap_t *table, const char *file,
+                                          int line, const char *function)
+{
+    ftrabit_bootstrap_view_t v = ftrabit_bootstrap_view(file, line, function, 0);
+    int found;
+    size_t at = ftrabit_bootstrap_find_site(table, &v, &found);
+    if (found && table->sites[at].next > 0
+        && FTRABIT_BOOTSTRAP_NO_OCCURRENCE != table->sites[at].next) {
+        table->sites[at].next--;
+    }
+}
+
 int ftrabit_bootstrap_put(ftrabit_bootstrap_t *table, const char *file, int line,
                           const char *function, uint32_t occurrence,
                           const ftrabit_bootstrap_signature_t *sig, const void *data, size_t len)

@@ -60,6 +60,11 @@ void ftrabit_bootstrap_fini(ftrabit_bootstrap_t *table);
 uint32_t ftrabit_bootstrap_next_occurrence(ftrabit_bootstrap_t *table, const char *file,
                                            int line, const char *function);
 
+/* Undo the last next_occurrence of a call site: a call that was refused (a signature
+ * mismatch) did not run, so the site's next run takes its place. */
+void ftrabit_bootstrap_retract_occurrence(ftrabit_bootstrap_t *table, const char *file,
+                                          int line, const char *function);
+
 /* Store a copy. Storing the same signature and bytes again is OK (idempotent); another
  * signature gives MISMATCH, other bytes EXISTS. NULL file or function means "". */
 int ftrabit_bootstrap_put(ftrabit_bootstrap_t *table, const char *file, int line,

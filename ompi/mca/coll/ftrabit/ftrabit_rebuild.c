@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -120,47 +121,6 @@ static int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebui
     return err;
 }
 
-int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
-{
-    ftrabit_join_t join;
-    MPI_Comm merged;
-    int err;
-
-    MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
-    err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
-    if (MPI_SUCCESS == err) {
-        err = MPI_Intercomm_merge(parent, 1, &merged);
-    }
-    if (MPI_SUCCESS == err) {
-        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
-        err = MPI_Comm_split(merged, 0, join.orig_rank, world);
-        MPI_Comm_free(&merged);
-    }
-    if (MPI_SUCCESS != err) {
-        fprintf(stderr, "ftrabit: this replacement process could not join the survivors "
-                        "(error %d); exiting\n", err);
-        MPI_Abort(MPI_COMM_SELF, 1);
-        return err;
-    }
-    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
-    ftrabit_state_t *st = ftrabit_state_new(*world, join.orig_rank, join.orig_size);
-    if (NULL == st) {
-        return MPI_ERR_NO_MEM;
-    }
-    st->replacement = 1;
-    ftrabit_log(1, "replacement for original rank %d joined", join.orig_rank);
-    err = ftrabit_catch_up(st);
-    *world = st->comm;
-    return err;
-}
-
-static void ftrabit_abort_policy(const ftrabit_state_t *st)
-{
-    fprintf(stderr, "ftrabit: a process failed and coll_ftrabit_recovery is 'abort': "
-                    "ending the job (original rank %d)\n", st->orig_rank);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
 /* ---- the recovery watchdog ------------------------------------------------------------
  * MPI_Comm_spawn and the merge that follows block until the replacements run MPI_Init and
  * join; nothing in MPI can cancel them. A thread waits for the rebuild to finish and, if
@@ -172,7 +132,7 @@ static int ftrabit_watchdog_done;
 
 typedef struct {
     int seconds;
-    int orig_rank;
+    int orig_rank;    /* of the survivor waiting, or -1 in a replacement */
 } ftrabit_watchdog_arg_t;
 
 static void *ftrabit_watchdog_main(void *p)
@@ -191,16 +151,27 @@ static void *ftrabit_watchdog_main(void *p)
     }
     pthread_mutex_unlock(&ftrabit_watchdog_lock);
     if (expired && !ftrabit_watchdog_done) {
-        fprintf(stderr, "ftrabit: recovery did not finish within coll_ftrabit_recovery_timeout "
-                        "(%d s): the replacement process(es) never joined (original rank %d "
-                        "waiting). Ending the job.\n", arg.seconds, arg.orig_rank);
+        if (arg.orig_rank >= 0) {
+            fprintf(stderr, "ftrabit: recovery did not finish within "
+                            "coll_ftrabit_recovery_timeout (%d s): the replacement process(es) "
+                            "never joined (original rank %d waiting). Ending this process.\n",
+                    arg.seconds, arg.orig_rank);
+        } else {
+            fprintf(stderr, "ftrabit: this replacement process could not join the survivors "
+                            "within coll_ftrabit_recovery_timeout (%d s). Ending it.\n",
+                    arg.seconds);
+        }
         fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        /* Not MPI_Abort: in a job launched --with-ft ulfm, prterun treats an abort as the
+         * failure of the calling process only (prrte errmgr_dvm.c, CALLED_ABORT of a
+         * recoverable job), and here MPI is blocked in another thread anyway. Every
+         * survivor's watchdog ends its own process; the launcher ends when all are gone. */
+        _exit(1);
     }
     return NULL;
 }
 
-static int ftrabit_watchdog_arm(const ftrabit_state_t *st, pthread_t *thread)
+static int ftrabit_watchdog_arm(int orig_rank, pthread_t *thread)
 {
     ftrabit_watchdog_arg_t *arg;
 
@@ -209,7 +180,7 @@ static int ftrabit_watchdog_arm(const ftrabit_state_t *st, pthread_t *thread)
         return 0;
     }
     arg->seconds = ftrabit_settings.recovery_timeout;
-    arg->orig_rank = st->orig_rank;
+    arg->orig_rank = orig_rank;
     ftrabit_watchdog_done = 0;
     if (0 != pthread_create(thread, NULL, ftrabit_watchdog_main, arg)) {
         free(arg);
@@ -225,6 +196,61 @@ static void ftrabit_watchdog_disarm(pthread_t thread)
     pthread_cond_signal(&ftrabit_watchdog_cond);
     pthread_mutex_unlock(&ftrabit_watchdog_lock);
     pthread_join(thread, NULL);
+}
+
+/* Receive who we replace, merge with the survivors, take the dead rank's place, catch up. */
+static int ftrabit_join(MPI_Comm parent, MPI_Comm *world)
+{
+    ftrabit_join_t join;
+    MPI_Comm merged;
+    int err;
+
+    MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+    err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS == err) {
+        err = MPI_Intercomm_merge(parent, 1, &merged);
+    }
+    if (MPI_SUCCESS == err) {
+        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+        err = MPI_Comm_split(merged, 0, join.orig_rank, world);
+        MPI_Comm_free(&merged);
+    }
+    if (MPI_SUCCESS != err) {
+        fprintf(stderr, "ftrabit: this replacement process could not join the survivors "
+                        "(error %d)\n", err);
+        return err;
+    }
+    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
+    ftrabit_state_t *st = ftrabit_state_new(*world, join.orig_rank, join.orig_size);
+    if (NULL == st) {
+        return MPI_ERR_NO_MEM;
+    }
+    st->replacement = 1;
+    ftrabit_log(1, "replacement for original rank %d joined", join.orig_rank);
+    err = ftrabit_catch_up(st);
+    *world = st->comm;
+    return err;
+}
+
+int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
+{
+    /* Survivors that gave up waiting (coll_ftrabit_recovery_timeout) are gone, and joining
+     * them can then block for ever inside MPI: the same timeout ends this process. */
+    pthread_t watchdog;
+    int watched = ftrabit_watchdog_arm(-1, &watchdog);
+    int err = ftrabit_join(parent, world);
+
+    if (watched) {
+        ftrabit_watchdog_disarm(watchdog);
+    }
+    return err;
+}
+
+static void ftrabit_abort_policy(const ftrabit_state_t *st)
+{
+    fprintf(stderr, "ftrabit: a process failed and coll_ftrabit_recovery is 'abort': "
+                    "ending the job (original rank %d)\n", st->orig_rank);
+    MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 /* Shrink: ranks are renumbered among the survivors. Done after the catch-up, whose plan
@@ -286,6 +312,23 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
     return err;
 }
 
+/* One line per recovery, from rank 0 of the rebuilt communicator: a failure the
+ * application never sees should still leave a trace in the job's output. */
+static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
+{
+    int rank, size;
+
+    MPI_Comm_rank(st->comm, &rank);
+    MPI_Comm_size(st->comm, &size);
+    if (0 == rank) {
+        fprintf(stderr, "ftrabit: recovered from a process failure in %.3f s (%s; %d ranks, "
+                        "catching up to collective %llu)\n",
+                st->last_recovery_seconds, shrinking ? "shrink" : "respawn", size,
+                (unsigned long long) st->served_until);
+        fflush(stderr);
+    }
+}
+
 int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
 {
     double start = MPI_Wtime();
@@ -299,7 +342,7 @@ int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
         ftrabit_abort_policy(st);
     }
     if (!shrinking) {
-        watched = ftrabit_watchdog_arm(st, &watchdog);
+        watched = ftrabit_watchdog_arm(st->orig_rank, &watchdog);
     }
     for (int attempt = 0; attempt < FTRABIT_MAX_REBUILDS; attempt++) {
         MPI_Comm rebuilt = MPI_COMM_NULL;
@@ -338,7 +381,7 @@ int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
     }
     st->recoveries++;
     st->last_recovery_seconds = MPI_Wtime() - start;
-    ftrabit_log(1, "recovered in %.3f s", st->last_recovery_seconds);
+    ftrabit_announce_recovery(st, shrinking);
     return MPI_SUCCESS;
 }
 

@@ -1,0 +1,232 @@
+/*
+ * ompi-resilience: the failure-free cost of the FTR_* layer.
+ *
+ * Usage: ftr_bench allreduce|bcast [MAX_BYTES [TRIALS [TRIAL_SECONDS [CHECKPOINT_EVERY]]]]
+ *   MAX_BYTES         largest message (default 16 MiB); sizes are 8, 16, 32, ... bytes
+ *   TRIALS            timed trials per size and variant; medians are reported (default 7)
+ *   TRIAL_SECONDS     about how long one trial should take (default 0.06)
+ *   CHECKPOINT_EVERY  FTR_Checkpoint after this many FTR calls, outside the timed
+ *                     loop (default 0: after every trial)
+ *
+ * In one job, on the communicator FTR_Init returns, it times the same in-place operation
+ * on the same buffer two ways:
+ *   mpi  MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, world)
+ *        (or MPI_Bcast(buf, n, MPI_DOUBLE, 0, world))
+ *   ftr  FTR_Allreduce(buf, n, MPI_DOUBLE, MPI_SUM, &world) (or FTR_Bcast): the same call
+ *        plus what makes recovery possible: a sequence number, a copy of the input (kept
+ *        for a retry) and a copy of the result in the cache until the next checkpoint.
+ * Whichever coll component Open MPI selects serves both (ftrabit under bench/run-recovery.sh),
+ * so the difference is the FTR_* layer alone. Trials alternate between the two variants
+ * (the order flips every trial) with the same iteration count, so machine noise hits both
+ * alike. The cache grows by one result per call until FTR_Checkpoint empties it, as in an
+ * application that checkpoints; the checkpoints (an agreement each) are not timed. Their
+ * cost per call is amortised over an application's checkpoint interval and is not part of
+ * this measurement.
+ *
+ * Rank 0 prints comment lines starting with '#', then one line per size:
+ *   BYTES MPI_USEC FTR_USEC RATIO RATIO_MIN RATIO_MAX
+ * per trial the slowest rank's mean time per call; per variant the median over trials;
+ * RATIO = FTR_USEC / MPI_USEC; RATIO_MIN/MAX over the trials' paired ratios.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftrabit.h"
+
+#define MAX_TRIALS 101
+#define CALIBRATION_SEC 0.01
+
+#define CHECK(call)                                                                        \
+    do {                                                                                   \
+        int check_rc_ = (call);                                                            \
+        if (MPI_SUCCESS != check_rc_) {                                                    \
+            char msg_[MPI_MAX_ERROR_STRING];                                               \
+            int len_ = 0;                                                                  \
+            MPI_Error_string(check_rc_, msg_, &len_);                                      \
+            fprintf(stderr, "ftr_bench: %s failed at %s:%d: %s\n", #call, __FILE__,        \
+                    __LINE__, msg_);                                                       \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                  \
+        }                                                                                  \
+    } while (0)
+
+static int is_bcast;
+static MPI_Comm world;
+static double *buf;
+static long since_checkpoint, checkpoint_every;
+
+static void run_once(int ftr, int n)
+{
+    if (ftr) {
+        if (is_bcast) {
+            CHECK(FTR_Bcast(buf, n, MPI_DOUBLE, 0, &world));
+        } else {
+            CHECK(FTR_Allreduce(buf, n, MPI_DOUBLE, MPI_SUM, &world));
+        }
+        since_checkpoint++;
+    } else if (is_bcast) {
+        CHECK(MPI_Bcast(buf, n, MPI_DOUBLE, 0, world));
+    } else {
+        CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, world));
+    }
+}
+
+/* Drop the result cache the way an application does: with a checkpoint (untimed). */
+static void maybe_checkpoint(int force)
+{
+    static long model;
+    if (since_checkpoint > 0 && (force || (checkpoint_every > 0 && since_checkpoint >= checkpoint_every))) {
+        model++;
+        CHECK(FTR_Checkpoint(&world, &model, sizeof(model), &model, sizeof(model)));
+        since_checkpoint = 0;
+    }
+}
+
+/* Slowest rank's seconds per call over `iters` calls of one variant. With a
+ * CHECKPOINT_EVERY, the checkpoints inside the batch are taken out of the time. */
+static double time_batch(int ftr, int n, long iters)
+{
+    double mine = 0.0, slowest, t0;
+    CHECK(MPI_Barrier(world));
+    t0 = MPI_Wtime();
+    for (long i = 0; i < iters; i++) {
+        run_once(ftr, n);
+        if (ftr && checkpoint_every > 0 && since_checkpoint >= checkpoint_every) {
+            mine += MPI_Wtime() - t0;
+            maybe_checkpoint(0);
+            t0 = MPI_Wtime();
+        }
+    }
+    mine += MPI_Wtime() - t0;
+    mine /= (double) iters;
+    CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    if (ftr && checkpoint_every == 0) {
+        maybe_checkpoint(1);
+    }
+    return slowest;
+}
+
+static long calibrate(int n, double trial_sec)
+{
+    long iters = 1;
+    double per_call;
+    run_once(0, n);
+    run_once(1, n);
+    maybe_checkpoint(1);
+    for (;;) {
+        per_call = time_batch(0, n, iters);
+        if (per_call * (double) iters >= CALIBRATION_SEC || iters >= (1L << 24)) {
+            break;
+        }
+        iters *= 4;
+    }
+    long n_iters = (long) (trial_sec / (per_call > 0.0 ? per_call : 1e-9));
+    return n_iters < 1 ? 1 : n_iters;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+    double s[MAX_TRIALS];
+    memcpy(s, v, sizeof(double) * (size_t) n);
+    qsort(s, (size_t) n, sizeof(double), cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* Both variants must compute the right thing: one call each on known data. */
+static void verify(int n, int rank, int size)
+{
+    for (int ftr = 0; ftr < 2; ftr++) {
+        for (int i = 0; i < n; i++) buf[i] = is_bcast ? (0 == rank ? i % 13 : -1) : rank + 1 + i % 7;
+        run_once(ftr, n);
+        for (int k = 0; k < 3; k++) {
+            int i = k == 0 ? 0 : k == 1 ? n / 2 : n - 1;
+            double want = is_bcast ? i % 13 : size * (size + 1) / 2.0 + (double) size * (i % 7);
+            if (buf[i] != want) {
+                fprintf(stderr, "ftr_bench: rank %d: %s: wrong result at %d of %d: %g, want %g\n",
+                        rank, ftr ? "FTR" : "MPI", i, n, buf[i], want);
+                MPI_Abort(MPI_COMM_WORLD, 3);
+            }
+        }
+    }
+    maybe_checkpoint(1);
+    memset(buf, 0, sizeof(double) * (size_t) n); /* zeros: the sums stay exact and finite */
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, trials = 7;
+    unsigned long max_bytes = 16UL << 20;
+    double trial_sec = 0.06, t_mpi[MAX_TRIALS], t_ftr[MAX_TRIALS], ratio[MAX_TRIALS];
+
+    CHECK(FTR_Init(&argc, &argv, &world));
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+    if (argc < 2 || (strcmp(argv[1], "allreduce") && strcmp(argv[1], "bcast"))) {
+        if (0 == rank) {
+            fprintf(stderr, "usage: ftr_bench allreduce|bcast [MAX_BYTES [TRIALS [TRIAL_SECONDS "
+                            "[CHECKPOINT_EVERY]]]]\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    is_bcast = !strcmp(argv[1], "bcast");
+    if (argc > 2) max_bytes = strtoul(argv[2], NULL, 0);
+    if (argc > 3) trials = atoi(argv[3]);
+    if (argc > 4) trial_sec = atof(argv[4]);
+    if (argc > 5) checkpoint_every = atol(argv[5]);
+    if (max_bytes < 8 || trials < 1 || trials > MAX_TRIALS || !(trial_sec > 0) || checkpoint_every < 0) {
+        if (0 == rank) fprintf(stderr, "ftr_bench: bad arguments\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    size_t max_count = max_bytes / sizeof(double);
+    buf = calloc(max_count, sizeof(double));
+    if (NULL == buf) {
+        fprintf(stderr, "ftr_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (0 == rank) {
+        printf("# ftr_bench %s: %d ranks, MPI_DOUBLE%s, in place, %d paired trials of ~%.3f s, "
+               "checkpoint %s\n",
+               argv[1], size, is_bcast ? " from root 0" : " MPI_SUM", trials, trial_sec,
+               checkpoint_every ? "every CHECKPOINT_EVERY FTR calls" : "after every trial");
+        printf("# bytes mpi_usec ftr_usec ratio ratio_min ratio_max\n");
+        fflush(stdout);
+    }
+    for (size_t count = 1; count <= max_count; count *= 2) {
+        int n = (int) count;
+        verify(n, rank, size);
+        long iters = calibrate(n, trial_sec);
+        for (int t = 0; t < trials; t++) {
+            if (t % 2) {
+                t_ftr[t] = time_batch(1, n, iters);
+                t_mpi[t] = time_batch(0, n, iters);
+            } else {
+                t_mpi[t] = time_batch(0, n, iters);
+                t_ftr[t] = time_batch(1, n, iters);
+            }
+            ratio[t] = t_ftr[t] / t_mpi[t];
+        }
+        if (0 == rank) {
+            double lo = ratio[0], hi = ratio[0];
+            for (int t = 1; t < trials; t++) {
+                if (ratio[t] < lo) lo = ratio[t];
+                if (ratio[t] > hi) hi = ratio[t];
+            }
+            double m = median(t_mpi, trials), f = median(t_ftr, trials);
+            printf("%zu %.3f %.3f %.4f %.4f %.4f\n", count * sizeof(double), 1e6 * m, 1e6 * f,
+                   f / m, lo, hi);
+            fflush(stdout);
+        }
+    }
+    free(buf);
+    MPI_Comm_free(&world);
+    FTR_Finalize();
+    return 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * ompi-resilience: the bootstrap cache under a real failure.
+ *
+ * Every rank runs bootstrap collectives from three call sites, one of them twice (a loop):
+ * site A (allreduce, twice), site B (broadcast), site C (allreduce of a larger vector).
+ * Then rank 1 kills itself (SIGKILL) in the first FTR_Allreduce after them. Its
+ * replacement runs the bootstrap sites again, in reverse order (C, B, A, A), and with
+ * contributions of its own that differ from the original process's: it must get the
+ * results the original run computed, without the survivors re-running anything.
+ * Everybody checks those results against values computed independently of ftrabit.
+ *
+ * argv[1] == "mismatch": the replacement first calls site B with a different count and
+ * must get an error (with a message naming the call site), then calls it right: the
+ * refused call must not have used up that run of the site.
+ *
+ * Output: "mpitest: rank R done" per rank at the end, and from rank 0
+ * "mpitest ft_bootstrap: np N: PASS" (or FAIL). Run with --with-ft ulfm.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftrabit.h"
+
+#define VLEN 300
+
+static int failures;
+
+static void check(int cond, int rank, const char *what)
+{
+    if (!cond) {
+        failures++;
+        printf("mpitest ft_bootstrap: rank %d: FAIL %s\n", rank, what);
+        fflush(stdout);
+    }
+}
+
+/* What rank r contributes at site A's k-th run; `fresh` adds what a new process would. */
+static long site_a_value(int r, int k, int fresh)
+{
+    return 1000L * (k + 1) + r + (fresh ? 7777 : 0);
+}
+
+static void site_a(MPI_Comm *world, int rank, int size, int fresh)
+{
+    for (int k = 0; k < 2; k++) {
+        long v = site_a_value(rank, k, fresh), expect = 0;
+        int err = FTR_Allreduce_bootstrap(&v, 1, MPI_LONG, MPI_SUM, world);
+        for (int r = 0; r < size; r++) {
+            expect += site_a_value(r, k, 0);
+        }
+        check(MPI_SUCCESS == err && v == expect, rank, "site A result");
+    }
+}
+
+static int site_b(MPI_Comm *world, int rank, int fresh, int mismatch)
+{
+    int v[2] = {fresh ? -1 : 4242, fresh ? -1 : 17};
+    int count = mismatch ? 2 : 1;
+    int err = FTR_Bcast_bootstrap(v, count, MPI_INT, 0, world);
+    if (mismatch) {
+        return err;
+    }
+    check(MPI_SUCCESS == err && 4242 == v[0], rank, "site B result");
+    return err;
+}
+
+static void site_c(MPI_Comm *world, int rank, int size, int fresh)
+{
+    double v[VLEN];
+    int ok = 1;
+    for (int i = 0; i < VLEN; i++) {
+        v[i] = 0.25 * (rank + 1) * (i + 1) + (fresh ? 0.5 : 0.0);
+    }
+    int err = FTR_Allreduce_bootstrap(v, VLEN, MPI_DOUBLE, MPI_SUM, world);
+    for (int i = 0; i < VLEN; i++) {
+        double expect = 0;
+        for (int r = 0; r < size; r++) {
+            expect += 0.25 * (r + 1) * (i + 1);
+        }
+        /* Sums of quarters of small integers are exact in any order. */
+        ok &= v[i] == expect;
+    }
+    check(MPI_SUCCESS == err && ok, rank, "site C result");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Comm world, parent;
+    int rank, size;
+    int mismatch = argc > 1 && 0 == strcmp(argv[1], "mismatch");
+
+    FTR_Init(&argc, &argv, &world);
+    MPI_Comm_get_parent(&parent);
+    int fresh = MPI_COMM_NULL != parent;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+
+    if (!fresh) {
+        site_a(&world, rank, size, 0);
+        site_b(&world, rank, 0, 0);
+        site_c(&world, rank, size, 0);
+    } else {
+        site_c(&world, rank, size, 1);
+        if (mismatch) {
+            int err = site_b(&world, rank, 1, 1);
+            check(MPI_ERR_ARG == err, rank, "a bootstrap call with another count must fail");
+        }
+        site_b(&world, rank, 1, 0);
+        site_a(&world, rank, size, 1);
+    }
+
+    /* Rank 1 dies in the first collective after the bootstrap phase. */
+    for (int it = 0; it < 6; it++) {
+        long v = rank + it, expect = 0;
+        if (1 == rank && 0 == it && !fresh) {
+            raise(SIGKILL);
+        }
+        int err = FTR_Allreduce(&v, 1, MPI_LONG, MPI_SUM, &world);
+        for (int r = 0; r < size; r++) {
+            expect += r + it;
+        }
+        check(MPI_SUCCESS == err && v == expect, rank, "allreduce after the bootstrap phase");
+    }
+
+    /* Gather the verdict over the (rebuilt) communicator. */
+    int total = failures;
+    FTR_Allreduce(&total, 1, MPI_INT, MPI_SUM, &world);
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_free(&world);
+    FTR_Finalize();
+    printf("mpitest: rank %d done\n", rank);
+    if (0 == rank) {
+        printf("mpitest ft_bootstrap: np %d: %s\n", size, total ? "FAIL" : "PASS");
+    }
+    return total ? 1 : 0;
+}
