@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "opal/class/opal_bitmap.h"
+#include "opal/mca/base/mca_base_component_repository.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
 
@@ -61,6 +62,7 @@ mca_pml_dr2_t mca_pml_dr2 = {
 };
 
 static bool callbacks_registered = false;
+static bool component_retained = false;
 static bool failures_pending = false;
 
 /* ---- failures ------------------------------------------------------------------------- */
@@ -116,8 +118,24 @@ static void handle_failures(void)
 static void error_handler(struct mca_btl_base_module_t *btl, int32_t flags, opal_proc_t *errproc,
                           char *btlinfo)
 {
+    if (mca_pml_dr2.closed) {
+        return;
+    }
     if (ompi_mpi_state >= OMPI_MPI_STATE_FINALIZE_PAST_COMM_SELF_DESTRUCT) {
-        return; /* BTLs report peers leaving during a normal finalize */
+        /* BTLs report peers leaving during a normal finalize: not an error, but do not
+         * wait for acknowledgements from them any more */
+        mca_pml_dr2_peer_t *peer = NULL;
+        if (NULL != errproc) {
+            mca_pml_dr2_enter();
+            if (OPAL_SUCCESS
+                == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc,
+                                                    (uint64_t) (uintptr_t) errproc,
+                                                    (void **) &peer)) {
+                peer->gone = true;
+            }
+            mca_pml_dr2_leave();
+        }
+        return;
     }
     DR2_VERBOSE(1, "pml:dr2: the %s BTL reports an error for %s: %s",
                 btl->btl_component->btl_version.mca_component_name,
@@ -165,6 +183,14 @@ int mca_pml_dr2_add_procs(struct ompi_proc_t **procs, size_t nprocs)
     }
     mca_pml_dr2_leave();
     if (!callbacks_registered) {
+        /* From now on the BTLs hold pointers to our code (the receive and error callbacks,
+         * descriptor completion callbacks) until they close, which is after the PML
+         * framework closed us: stay loaded until then (the repository unloads every
+         * component at the very end of finalize). */
+        if (!component_retained) {
+            (void) mca_base_component_repository_retain_component("pml", "dr2");
+            component_retained = true;
+        }
         rc = mca_bml.bml_register(MCA_PML_DR2_BTL_TAG, mca_pml_dr2_recv_frag_callback, NULL);
         if (OMPI_SUCCESS != rc) {
             return rc;
@@ -178,26 +204,66 @@ int mca_pml_dr2_add_procs(struct ompi_proc_t **procs, size_t nprocs)
     return OMPI_SUCCESS;
 }
 
+/* Peers whose data may still need acknowledging: not failed and not known to have left. */
+static bool peer_may_answer(mca_pml_dr2_peer_t *peer)
+{
+    return !peer->failed && !peer->gone && ompi_proc_is_active(peer->proc);
+}
+
 static size_t unacked_vfrags(void)
 {
     mca_pml_dr2_peer_t *peer;
     size_t n = 0;
 
     OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
-        if (!peer->failed && ompi_proc_is_active(peer->proc)) {
+        if (peer_may_answer(peer)) {
             n += opal_list_get_size(&peer->tx_unacked) + opal_list_get_size(&peer->tx_blocked);
         }
     }
     return n;
 }
 
+/* Descriptors the BTLs still hold for peers being torn down, except for peers that are
+ * known to be gone (a BTL may keep a descriptor queued on a dead connection for ever). */
+static size_t closing_inflight(void)
+{
+    mca_pml_dr2_peer_t *peer;
+    size_t n = 0;
+
+    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        if (peer->closing && !peer->gone && ompi_proc_is_active(peer->proc)) {
+            n += (size_t) peer->inflight;
+        }
+    }
+    return n;
+}
+
+/* Called by MPI_Finalize (after the runtime's barrier, so every process has stopped
+ * communicating) before the BML deletes the endpoints. Ordered teardown:
+ *  1. give the last eager data a bounded chance to be acknowledged (needed when
+ *     finalize does not synchronise, harmless otherwise); a peer that already left is
+ *     recognised by its BTL failing our sends (send_complete, error_handler);
+ *  2. stop: the peers send nothing more (no retransmission, no ACK, no timer), and
+ *     whatever they still send us is dropped (recv_segment ignores failed peers);
+ *  3. let the BTLs complete the descriptors they hold for us (bounded), so that none of
+ *     them completes after the endpoints are gone.
+ * Only then the BML deletes the endpoints. */
 int mca_pml_dr2_del_procs(struct ompi_proc_t **procs, size_t nprocs)
 {
     uint64_t give_up;
 
-    /* Eager sends completed before their data was acknowledged: give the last ones a
-     * chance to be delivered (and acknowledged) before the BTLs go away. Bounded: a peer
-     * that already left cannot acknowledge anything. */
+    mca_pml_dr2_enter();
+    for (size_t i = 0; i < nprocs; i++) {
+        mca_pml_dr2_peer_t *peer = NULL;
+        if (OPAL_SUCCESS
+            == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc,
+                                                (uint64_t) (uintptr_t) procs[i], (void **) &peer)) {
+            peer->closing = true;
+        }
+    }
+    mca_pml_dr2_leave();
+
+    /* 1. */
     give_up = mca_pml_dr2_now_us() + 2 * (uint64_t) mca_pml_dr2.ack_timeout_max_us;
     for (;;) {
         size_t left;
@@ -209,6 +275,8 @@ int mca_pml_dr2_del_procs(struct ompi_proc_t **procs, size_t nprocs)
         }
         opal_progress();
     }
+
+    /* 2. */
     mca_pml_dr2_enter();
     for (size_t i = 0; i < nprocs; i++) {
         mca_pml_dr2_peer_t *peer = NULL;
@@ -218,12 +286,26 @@ int mca_pml_dr2_del_procs(struct ompi_proc_t **procs, size_t nprocs)
             /* the BML endpoint is about to go: nothing may be sent any more */
             peer->failed = true;
             peer->failure_handled = true;
-            mca_pml_dr2_peer_abort_all(peer, MPI_ERR_PROC_FAILED);
+            mca_pml_dr2_peer_abort_all(peer, MPI_ERR_PROC_FAILED); /* disarms its timers */
             peer->nacks = 0;
             mca_pml_dr2_peer_set_work(peer);
         }
     }
     mca_pml_dr2_leave();
+
+    /* 3. */
+    give_up = mca_pml_dr2_now_us() + (uint64_t) mca_pml_dr2.ack_timeout_max_us;
+    for (;;) {
+        size_t left;
+        mca_pml_dr2_enter();
+        left = closing_inflight();
+        mca_pml_dr2_leave();
+        if (0 == left || mca_pml_dr2_now_us() > give_up) {
+            break;
+        }
+        opal_progress();
+    }
+
     if (NULL != mca_bml.bml_del_procs) {
         return mca_bml.bml_del_procs(nprocs, procs);
     }
@@ -243,6 +325,7 @@ int mca_pml_dr2_progress(void)
     mca_pml_dr2_peer_t *peer;
     int work = 0;
 
+    mca_pml_dr2.progress_pass++;
     /* The common case, nothing to do, costs three loads and no lock. */
     if (0 == mca_pml_dr2.peers_with_work && 0 == mca_pml_dr2.timers_armed && !failures_pending) {
         return 0;
@@ -252,7 +335,8 @@ int mca_pml_dr2_progress(void)
         handle_failures();
     }
     if (mca_pml_dr2.timers_armed > 0) {
-        uint64_t now = mca_pml_dr2_now_us();
+        /* the one clock reading of this call */
+        uint64_t now = mca_pml_dr2.now_us = mca_pml_dr2_now_us();
         if (now >= mca_pml_dr2.next_deadline_us) {
             /* a peer ULFM learnt is dead (from the runtime, not from us) stops here */
             OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
@@ -261,12 +345,18 @@ int mca_pml_dr2_progress(void)
                 }
             }
             work += mca_pml_dr2_timers_check(now);
+        } else if (NULL != mca_pml_dr2.arm_list) {
+            (void) mca_pml_dr2_timers_check(now); /* arms, nothing expires */
         }
     }
     if (mca_pml_dr2.peers_with_work > 0) {
         OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
             if (peer->has_work) {
-                mca_pml_dr2_peer_flush_acks(peer);
+                /* An ACK waits for up to two progress calls for a data segment to the
+                 * peer to ride on (a reply, in a ping-pong): then it goes alone. */
+                if (peer->nacks > 0 && mca_pml_dr2.progress_pass - peer->acks_since >= 2) {
+                    mca_pml_dr2_peer_flush_acks(peer);
+                }
                 mca_pml_dr2_peer_push(peer);
                 work++;
             }
@@ -318,9 +408,16 @@ int mca_pml_dr2_finalize(void)
 {
     opal_list_item_t *item;
 
-    if (callbacks_registered && NULL != mca_bml.bml_register) {
-        /* nothing more may be delivered to us */
-        (void) mca_bml.bml_register(MCA_PML_DR2_BTL_TAG, NULL, NULL);
+    /* The BTLs outlive us (the BML closes after the PML). Our receive callback stays
+     * registered, not NULL: btl/tcp, sm and self call it without checking. It and every
+     * other callback of ours ignore everything from now on (this component stays loaded
+     * until the BTLs are gone, see add_procs). */
+    mca_pml_dr2_enter();
+    mca_pml_dr2.closed = true;
+    mca_pml_dr2.arm_list = NULL;
+    mca_pml_dr2_leave();
+    if (callbacks_registered && NULL != mca_bml.bml_register_error) {
+        (void) mca_bml.bml_register_error(NULL);
     }
     callbacks_registered = false;
     mca_pml_dr2_enter();

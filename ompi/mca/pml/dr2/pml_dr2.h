@@ -104,11 +104,31 @@ typedef struct mca_pml_dr2_t {
     opal_list_t deferred;     /* segments delivered while a dr2 frame was active */
     opal_list_t nocomm;       /* received messages for communicators not created yet */
     uint64_t next_deadline_us;/* earliest timer of any peer; UINT64_MAX if none */
+    /* The clock, read once per progress call while timers are armed, never per fragment:
+     * timestamps and deadlines use this. A vfrag is armed lazily: it leaves the send path
+     * with deadline 0 and the next progress call stamps it with a fresh reading (so an
+     * application that did not call MPI for a while cannot get a stale deadline). */
+    uint64_t now_us;
+    struct mca_pml_dr2_peer_t *arm_list; /* peers with vfrags to arm (peer->arm_next) */
+    /* Progress calls so far: ACKs wait up to two of them for a data segment to ride on. */
+    uint64_t progress_pass;
     size_t timers_armed;      /* vfrags + rendezvous waiting on a timer */
     size_t peers_with_work;   /* peers with ACKs to flush or fragments to send */
     opal_free_list_t send_requests;
     opal_free_list_t recv_requests;
+    opal_free_list_t txmsgs;  /* mca_pml_dr2_txmsg_t */
+    opal_free_list_t vfrags;  /* mca_pml_dr2_vfrag_t */
     uint64_t rng_state;       /* fault injection */
+
+    /* ---- teardown (see mca_pml_dr2_del_procs and mca_pml_dr2_finalize) ---- */
+    /* The descriptor being handed to a BTL right now and whether its completion callback
+     * already ran inside that call (btl/tcp fails and releases a descriptor from inside
+     * btl_send when a connection attempt fails at once): written under the lock. */
+    struct mca_btl_base_descriptor_t *sending_des;
+    bool sending_des_completed;
+    /* Set by finalize: the BTLs may still call us (our callbacks stay registered until the
+     * BTLs close; this component stays loaded until then), and we ignore everything. */
+    volatile bool closed;
     mca_pml_dr2_counters_t counters;
 } mca_pml_dr2_t;
 

@@ -20,6 +20,7 @@
 #include "pml_dr2_inject.h"
 #include "pml_dr2_recvreq.h"
 #include "pml_dr2_sendreq.h"
+#include "pml_dr2_vfrag.h"
 #include "pml_dr2_window.h"
 
 static int dr2_register(void);
@@ -294,7 +295,21 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     opal_free_list_init(&m->recv_requests, sizeof(mca_pml_dr2_recv_request_t),
                         opal_cache_line_size, OBJ_CLASS(mca_pml_dr2_recv_request_t), 0,
                         opal_cache_line_size, 16, m->free_list_max, 64, NULL, 0, NULL, NULL, NULL);
+    OBJ_CONSTRUCT(&m->txmsgs, opal_free_list_t);
+    opal_free_list_init(&m->txmsgs, sizeof(mca_pml_dr2_txmsg_t), opal_cache_line_size,
+                        OBJ_CLASS(mca_pml_dr2_txmsg_t), 0, opal_cache_line_size, 16,
+                        m->free_list_max, 64, NULL, 0, NULL, NULL, NULL);
+    OBJ_CONSTRUCT(&m->vfrags, opal_free_list_t);
+    opal_free_list_init(&m->vfrags, sizeof(mca_pml_dr2_vfrag_t), opal_cache_line_size,
+                        OBJ_CLASS(mca_pml_dr2_vfrag_t), 0, opal_cache_line_size, 64,
+                        m->free_list_max, 256, NULL, 0, NULL, NULL, NULL);
     m->next_deadline_us = UINT64_MAX;
+    m->now_us = mca_pml_dr2_now_us();
+    m->arm_list = NULL;
+    m->progress_pass = 0;
+    m->sending_des = NULL;
+    m->sending_des_completed = false;
+    m->closed = false;
     m->timers_armed = 0;
     m->peers_with_work = 0;
     memset(&m->counters, 0, sizeof(m->counters));
@@ -317,6 +332,8 @@ static int dr2_fini(void)
     mca_pml_dr2_finalize();
     OBJ_DESTRUCT(&m->send_requests);
     OBJ_DESTRUCT(&m->recv_requests);
+    OBJ_DESTRUCT(&m->txmsgs);
+    OBJ_DESTRUCT(&m->vfrags);
     OBJ_DESTRUCT(&m->peer_by_endpoint);
     OBJ_DESTRUCT(&m->peer_by_proc);
     OBJ_DESTRUCT(&m->nocomm);

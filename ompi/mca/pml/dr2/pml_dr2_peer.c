@@ -20,6 +20,9 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->bml_endpoint = NULL;
     peer->failed = false;
     peer->failure_handled = false;
+    peer->closing = false;
+    peer->gone = false;
+    peer->inflight = 0;
     peer->tx_next_id = 0;
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
@@ -38,6 +41,10 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     OBJ_CONSTRUCT(&peer->rx_msgs, opal_hash_table_t);
     opal_hash_table_init(&peer->rx_msgs, 256);
     peer->nacks = 0;
+    peer->acks_since = 0;
+    peer->to_arm = 0;
+    peer->on_arm_list = false;
+    peer->arm_next = NULL;
     peer->has_work = false;
 }
 
@@ -102,6 +109,24 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
 
 mca_pml_dr2_peer_t *mca_pml_dr2_peer_from_endpoint(struct mca_btl_base_endpoint_t *ep)
 {
+    /* one-entry cache in front of the hash table: traffic comes in runs from one peer */
+    static struct mca_btl_base_endpoint_t *last_ep = NULL;
+    static mca_pml_dr2_peer_t *last_peer = NULL;
+    mca_pml_dr2_peer_t *peer = NULL;
+
+    if (OPAL_LIKELY(ep == last_ep && NULL != ep)) {
+        return last_peer;
+    }
+    peer = mca_pml_dr2_peer_lookup_endpoint(ep);
+    if (NULL != peer) {
+        last_ep = ep;
+        last_peer = peer;
+    }
+    return peer;
+}
+
+mca_pml_dr2_peer_t *mca_pml_dr2_peer_lookup_endpoint(struct mca_btl_base_endpoint_t *ep)
+{
     mca_pml_dr2_peer_t *peer = NULL;
 
     if (OPAL_SUCCESS
@@ -161,11 +186,66 @@ uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer)
     return payload > 0 ? (uint32_t) payload : 1;
 }
 
+/* Completion callback of every descriptor we hand to a BTL. Never left NULL: BTLs call it
+ * unconditionally on some paths (btl/tcp fails every fragment queued on an endpoint whose
+ * connection attempt failed, e.g. to a peer that already left MPI_Finalize). Runs from BTL
+ * progress, possibly in another thread and without our lock, or from inside btl_send. */
+static void send_complete(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                          struct mca_btl_base_descriptor_t *des, int status)
+{
+    mca_pml_dr2_peer_t *peer = (mca_pml_dr2_peer_t *) des->des_cbdata;
+
+    (void) btl;
+    (void) ep;
+    if (mca_pml_dr2.sending_des == des) {
+        mca_pml_dr2.sending_des_completed = true; /* completed inside btl_send */
+    }
+    if (mca_pml_dr2.closed) {
+        return; /* finalize is past: the peers are gone, touch nothing */
+    }
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && peer->closing) {
+        /* Teardown: the peer has left (its connection is refused): nothing sent to it
+         * will be acknowledged any more, stop waiting for it. Outside teardown a lost
+         * segment is recovered by the protocol and a broken path reported by the BTL's
+         * error callback. */
+        peer->gone = true;
+    }
+    (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, -1);
+}
+
+/* Hand a filled descriptor to the BTL. On failure the descriptor is released, unless the
+ * BTL already completed (and released) it itself. */
+static int btl_send(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
+                    mca_btl_base_descriptor_t *des)
+{
+    bool completed;
+    int rc;
+
+    des->des_cbfunc = send_complete;
+    des->des_cbdata = peer;
+    (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, 1);
+    mca_pml_dr2.sending_des = des;
+    mca_pml_dr2.sending_des_completed = false;
+    rc = mca_bml_base_send(bml_btl, des, MCA_PML_DR2_BTL_TAG);
+    completed = mca_pml_dr2.sending_des_completed;
+    mca_pml_dr2.sending_des = NULL;
+    if (OPAL_LIKELY(0 == rc)) {
+        return OMPI_SUCCESS; /* queued: its completion callback will come */
+    }
+    if (!completed) {
+        /* 1: sent and done, no callback; < 0: not taken, still ours */
+        (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, -1);
+        if (rc < 0) {
+            mca_bml_base_free(bml_btl, des);
+        }
+    }
+    return rc < 0 ? rc : OMPI_SUCCESS;
+}
+
 static int btl_send_copy(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
                          const unsigned char *buf, size_t len)
 {
     mca_btl_base_descriptor_t *des = NULL;
-    int rc;
 
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
@@ -174,13 +254,7 @@ static int btl_send_copy(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     }
     memcpy(des->des_segments->seg_addr.pval, buf, len);
     des->des_segments->seg_len = len;
-    des->des_cbfunc = NULL;
-    rc = mca_bml_base_send(bml_btl, des, MCA_PML_DR2_BTL_TAG);
-    if (rc < 0) {
-        mca_bml_base_free(bml_btl, des);
-        return rc;
-    }
-    return OMPI_SUCCESS;
+    return btl_send(peer, bml_btl, des);
 }
 
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
@@ -203,7 +277,6 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
     buf = des->des_segments->seg_addr.pval;
     len = fill(ctx, buf, len);
     des->des_segments->seg_len = len;
-    des->des_cbfunc = NULL;
 
     /* Fault injection: one predictable branch when off. */
     if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled)) {
@@ -225,9 +298,8 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
         }
     }
 
-    rc = mca_bml_base_send(bml_btl, des, MCA_PML_DR2_BTL_TAG);
+    rc = btl_send(peer, bml_btl, des);
     if (OPAL_UNLIKELY(rc < 0)) {
-        mca_bml_base_free(bml_btl, des);
         return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
     }
     return OMPI_SUCCESS;
@@ -258,12 +330,49 @@ void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t
             peer->nacks--;
         }
     }
+    if (0 == peer->nacks) {
+        peer->acks_since = mca_pml_dr2.progress_pass;
+    }
     peer->acks[peer->nacks].vfrag = vfrag;
     peer->acks[peer->nacks].mask = mask;
     peer->acks[peer->nacks].type = type;
     peer->acks[peer->nacks].flags = flags;
     peer->nacks++;
     mca_pml_dr2_peer_set_work(peer);
+}
+
+size_t mca_pml_dr2_peer_encode_acks(mca_pml_dr2_peer_t *peer, int first, int n,
+                                    unsigned char *buf, size_t len)
+{
+    size_t off = 0;
+
+    for (int i = first; i < first + n; i++) {
+        mca_pml_dr2_pending_ack_t *a = &peer->acks[i];
+        pml_dr2_hdr_t hdr;
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.type = a->type;
+        hdr.flags = a->flags;
+        hdr.ack.vfrag = a->vfrag;
+        hdr.ack.mask = a->mask;
+        off += pml_dr2_hdr_encode(&hdr, buf + off, len - off);
+    }
+    return off;
+}
+
+void mca_pml_dr2_peer_acks_sent(mca_pml_dr2_peer_t *peer, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (PML_DR2_HDR_ACK == peer->acks[i].type) {
+            mca_pml_dr2.counters.acks_sent++;
+        } else {
+            mca_pml_dr2.counters.nacks_sent++;
+        }
+    }
+    if (n > 0) {
+        memmove(&peer->acks[0], &peer->acks[n], sizeof(peer->acks[0]) * (peer->nacks - n));
+        peer->nacks -= n;
+        peer->acks_since = mca_pml_dr2.progress_pass;
+    }
 }
 
 typedef struct {
@@ -274,19 +383,8 @@ typedef struct {
 static size_t fill_acks(void *vctx, unsigned char *buf, size_t len)
 {
     ack_fill_ctx_t *ctx = vctx;
-    size_t off = 0;
 
-    for (int i = ctx->first; i < ctx->first + ctx->count; i++) {
-        mca_pml_dr2_pending_ack_t *a = &ctx->peer->acks[i];
-        pml_dr2_hdr_t hdr;
-        memset(&hdr, 0, sizeof(hdr));
-        hdr.type = a->type;
-        hdr.flags = a->flags;
-        hdr.ack.vfrag = a->vfrag;
-        hdr.ack.mask = a->mask;
-        off += pml_dr2_hdr_encode(&hdr, buf + off, len - off);
-    }
-    return off;
+    return mca_pml_dr2_peer_encode_acks(ctx->peer, ctx->first, ctx->count, buf, len);
 }
 
 void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer)
@@ -315,19 +413,9 @@ void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer)
                                              fill_acks, &ctx)) {
             break; /* keep the rest for the next progress call */
         }
-        for (int i = done; i < done + ctx.count; i++) {
-            if (PML_DR2_HDR_ACK == peer->acks[i].type) {
-                mca_pml_dr2.counters.acks_sent++;
-            } else {
-                mca_pml_dr2.counters.nacks_sent++;
-            }
-        }
         done += ctx.count;
     }
-    if (done > 0) {
-        memmove(&peer->acks[0], &peer->acks[done], sizeof(peer->acks[0]) * (peer->nacks - done));
-        peer->nacks -= done;
-    }
+    mca_pml_dr2_peer_acks_sent(peer, done);
     mca_pml_dr2_peer_set_work(peer);
 }
 

@@ -28,6 +28,11 @@ typedef struct mca_pml_dr2_peer_t {
     mca_bml_base_endpoint_t *bml_endpoint;
     bool failed; /* declared unreachable: nothing is sent any more */
     bool failure_handled; /* its messages abandoned, ULFM told */
+    bool closing; /* MPI_Finalize: del_procs is tearing the peer down */
+    bool gone;    /* during teardown, a BTL failed a send to it: it has left already */
+    /* Our descriptors a BTL holds and has not completed yet (their completion callback is
+     * still to come). Updated from BTL callbacks, possibly in another thread: atomic. */
+    opal_atomic_int32_t inflight;
 
     /* ---- sending ---- */
     uint32_t tx_next_id;       /* next vfrag id */
@@ -46,6 +51,12 @@ typedef struct mca_pml_dr2_peer_t {
 
     mca_pml_dr2_pending_ack_t acks[MCA_PML_DR2_MAX_PENDING_ACKS];
     int nacks;
+    uint64_t acks_since; /* progress pass in which the oldest pending ACK was queued */
+
+    /* ---- timers ---- */
+    uint32_t to_arm;     /* vfrags in tx_unacked with deadline 0 (to be armed) */
+    bool on_arm_list;
+    struct mca_pml_dr2_peer_t *arm_next;
     bool has_work; /* counted in mca_pml_dr2.peers_with_work */
 } mca_pml_dr2_peer_t;
 
@@ -57,12 +68,34 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc);
 void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer);
 /* The peer that owns a receive descriptor's endpoint, or NULL. */
 mca_pml_dr2_peer_t *mca_pml_dr2_peer_from_endpoint(struct mca_btl_base_endpoint_t *ep);
+mca_pml_dr2_peer_t *mca_pml_dr2_peer_lookup_endpoint(struct mca_btl_base_endpoint_t *ep);
 
 /* Queue an ACK/NACK (merged with one already queued for the same vfrag). */
 void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t vfrag,
                                 uint64_t mask, uint8_t flags);
 /* Send the queued ACKs/NACKs, packed back to back in as few segments as possible. */
 void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer);
+
+/* Piggybacking: how many queued ACKs fit in `room` bytes; write the first `n` of them at
+ * `buf` (returns the bytes written); forget the first `n` once they were sent. */
+static inline int mca_pml_dr2_peer_acks_fitting(const mca_pml_dr2_peer_t *peer, size_t room)
+{
+    size_t n = room / PML_DR2_HDR_ACK_LEN;
+    return n < (size_t) peer->nacks ? (int) n : peer->nacks;
+}
+size_t mca_pml_dr2_peer_encode_acks(mca_pml_dr2_peer_t *peer, int first, int n,
+                                    unsigned char *buf, size_t len);
+void mca_pml_dr2_peer_acks_sent(mca_pml_dr2_peer_t *peer, int n);
+
+/* The vfrags of the peer need their ACK timer (re)armed at the next progress call. */
+static inline void mca_pml_dr2_peer_need_arming(mca_pml_dr2_peer_t *peer)
+{
+    if (!peer->on_arm_list) {
+        peer->on_arm_list = true;
+        peer->arm_next = mca_pml_dr2.arm_list;
+        mca_pml_dr2.arm_list = peer;
+    }
+}
 
 /* Mark/unmark the peer as having work for the progress loop. */
 void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer);

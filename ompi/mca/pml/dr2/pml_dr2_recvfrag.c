@@ -202,6 +202,27 @@ static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
     mca_pml_dr2_rx_vfrag_t *rv = NULL;
     uint64_t bit = pml_dr2_ackmask_bit(index), full = pml_dr2_ackmask_full(nfrags);
 
+    if (1 == nfrags) {
+        /* A vfrag of one fragment (every small message) is complete or not at once: no
+         * record of it is kept. A corrupt one is NACKed and its resend comes here again;
+         * once complete, the duplicate window remembers it. */
+        if (opal_hash_table_get_size(&peer->rx_vfrags) > 0
+            && OPAL_SUCCESS
+                   == opal_hash_table_get_value_uint32(&peer->rx_vfrags, vfrag, (void **) &rv)) {
+            mca_pml_dr2.counters.malformed++; /* another fragment said it had company */
+            return;
+        }
+        if (!place_payload(msg, offset, payload, hdr)) {
+            mca_pml_dr2.counters.data_crc_errors++;
+            mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_NACK, vfrag, bit, 0);
+            return;
+        }
+        msg->bytes_received += hdr->frag_len;
+        (void) pml_dr2_window_check_and_mark(&peer->rx_window, vfrag);
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, full, 0);
+        mca_pml_dr2_rxmsg_try_complete(msg);
+        return;
+    }
     if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->rx_vfrags, vfrag, (void **) &rv)) {
         rv = malloc(sizeof(*rv));
         if (NULL == rv) {
@@ -479,6 +500,9 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
     mca_pml_dr2_peer_t *peer;
     size_t len = 0;
 
+    if (OPAL_UNLIKELY(mca_pml_dr2.closed)) {
+        return; /* a late segment after finalize (the BTLs close after us): ignored */
+    }
     mca_pml_dr2_enter();
     peer = mca_pml_dr2_peer_from_endpoint(desc->endpoint);
     if (NULL == peer) {

@@ -97,6 +97,12 @@ void mca_pml_dr2_send_request_complete(mca_pml_dr2_send_request_t *req, int erro
 /* Copy the whole message into `dst` (packed). */
 static void pack_all(mca_pml_dr2_send_request_t *req, void *dst, size_t len)
 {
+    if (!opal_convertor_need_buffers(&req->req_send.req_base.req_convertor)) {
+        void *src;
+        opal_convertor_get_offset_pointer(&req->req_send.req_base.req_convertor, 0, &src);
+        memcpy(dst, src, len);
+        return;
+    }
     struct iovec iov = {.iov_base = dst, .iov_len = len};
     uint32_t iov_count = 1;
     size_t max_data = len, pos = 0;
@@ -152,7 +158,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
     } else if (MCA_PML_BASE_SEND_SYNCHRONOUS != sendreq->req_send.req_send_mode
                && len <= mca_pml_dr2.eager_limit) {
         complete_now = true;
-        if (len > 0) {
+        if (len > 0 && len > MCA_PML_DR2_INLINE_MAX) {
             copy = malloc(len);
             if (NULL == copy) {
                 return OMPI_ERR_OUT_OF_RESOURCE;
@@ -172,7 +178,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
         own = MCA_PML_DR2_OWN_MALLOC;
     }
 
-    msg = OBJ_NEW(mca_pml_dr2_txmsg_t);
+    msg = mca_pml_dr2_txmsg_alloc();
     if (NULL == msg) {
         if (MCA_PML_DR2_OWN_MALLOC == own) {
             free(copy);
@@ -188,6 +194,11 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
     msg->seq = dcomm->procs[base->req_peer].send_seq++;
     msg->msg_len = len;
     msg->frag_len = mca_pml_dr2_peer_max_payload(peer);
+    if (complete_now && NULL == copy && len > 0) {
+        /* small eager message: the copy lives in the message itself */
+        copy = msg->inline_data;
+        own = MCA_PML_DR2_OWN_INLINE;
+    }
     if (NULL != copy) {
         pack_all(sendreq, copy, len);
         msg->contig = copy;

@@ -32,8 +32,28 @@ static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
     msg->match_flags = 0;
 }
 
-OBJ_CLASS_INSTANCE(mca_pml_dr2_txmsg_t, opal_list_item_t, txmsg_construct, NULL);
-OBJ_CLASS_INSTANCE(mca_pml_dr2_vfrag_t, opal_list_item_t, NULL, NULL);
+OBJ_CLASS_INSTANCE(mca_pml_dr2_txmsg_t, opal_free_list_item_t, txmsg_construct, NULL);
+OBJ_CLASS_INSTANCE(mca_pml_dr2_vfrag_t, opal_free_list_item_t, NULL, NULL);
+
+mca_pml_dr2_txmsg_t *mca_pml_dr2_txmsg_alloc(void)
+{
+    mca_pml_dr2_txmsg_t *msg = (mca_pml_dr2_txmsg_t *) opal_free_list_get_st(&mca_pml_dr2.txmsgs);
+
+    if (OPAL_LIKELY(NULL != msg)) {
+        txmsg_construct(msg); /* a recycled one keeps its last state */
+    }
+    return msg;
+}
+
+static inline void txmsg_free(mca_pml_dr2_txmsg_t *msg)
+{
+    opal_free_list_return_st(&mca_pml_dr2.txmsgs, &msg->super);
+}
+
+static inline void vfrag_free(mca_pml_dr2_vfrag_t *v)
+{
+    opal_free_list_return_st(&mca_pml_dr2.vfrags, &v->super);
+}
 
 /* ---- timers -------------------------------------------------------------------------- */
 
@@ -41,6 +61,24 @@ static inline void arm_deadline(uint64_t deadline)
 {
     if (deadline < mca_pml_dr2.next_deadline_us) {
         mca_pml_dr2.next_deadline_us = deadline;
+    }
+}
+
+/* (Re)start the vfrag's ACK timer: lazily, the next progress call stamps it with the
+ * clock (see mca_pml_dr2_t.now_us). */
+static inline void vfrag_rearm(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    if (0 != v->deadline_us) {
+        v->deadline_us = 0;
+        peer->to_arm++;
+        mca_pml_dr2_peer_need_arming(peer);
+    }
+}
+
+static inline void vfrag_forget_timer(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    if (0 == v->deadline_us) {
+        peer->to_arm--;
     }
 }
 
@@ -61,6 +99,7 @@ typedef struct {
     const mca_pml_dr2_vfrag_t *v;
     unsigned index;
     uint8_t flags;
+    int acks; /* queued ACKs of the peer to piggyback after the payload */
 } frag_ctx_t;
 
 static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned index)
@@ -120,18 +159,38 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
         }
     }
     (void) pml_dr2_hdr_encode(&hdr, buf, PML_DR2_HDR_MAX_LEN);
-    (void) len;
+    if (ctx->acks > 0) {
+        /* headers are packed back to back: the receiver reads the ACKs after the data */
+        return PML_DR2_HDR_MAX_LEN + flen
+               + mca_pml_dr2_peer_encode_acks(msg->peer, 0, ctx->acks,
+                                              buf + PML_DR2_HDR_MAX_LEN + flen,
+                                              len - PML_DR2_HDR_MAX_LEN - flen);
+    }
     return PML_DR2_HDR_MAX_LEN + flen;
 }
 
 static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v, unsigned index,
                          uint8_t flags)
 {
-    frag_ctx_t ctx = {v, index, flags};
-    int rc = mca_pml_dr2_peer_send_segment(peer, PML_DR2_HDR_MAX_LEN + frag_payload_len(v, index),
-                                           fill_fragment, &ctx);
+    size_t len = PML_DR2_HDR_MAX_LEN + frag_payload_len(v, index);
+    frag_ctx_t ctx = {v, index, flags, 0};
+    int rc;
+
+    if (peer->nacks > 0) {
+        /* Piggyback the ACKs we owe the peer, as far as they fit in the BTL's eager size
+         * (a small segment stays small; large fragments go alone). */
+        size_t limit = peer->bml_endpoint->btl_eager.bml_btls[0].btl->btl_eager_limit;
+        if (len < limit) {
+            ctx.acks = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
+            len += (size_t) ctx.acks * PML_DR2_HDR_ACK_LEN;
+        }
+    }
+    rc = mca_pml_dr2_peer_send_segment(peer, len, fill_fragment, &ctx);
     if (OMPI_SUCCESS == rc) {
         mca_pml_dr2.counters.frags_sent++;
+        if (ctx.acks > 0) {
+            mca_pml_dr2_peer_acks_sent(peer, ctx.acks);
+        }
     }
     return rc;
 }
@@ -153,7 +212,7 @@ static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
                                          uint64_t offset, uint64_t len)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
-    mca_pml_dr2_vfrag_t *v = OBJ_NEW(mca_pml_dr2_vfrag_t);
+    mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) opal_free_list_get_st(&mca_pml_dr2.vfrags);
     uint64_t n;
 
     if (NULL == v) {
@@ -175,7 +234,7 @@ static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
     v->deadline_us = UINT64_MAX;
     v->retries = 0;
     v->retransmitted = false;
-    opal_list_append(&peer->tx_unacked, &v->super);
+    opal_list_append(&peer->tx_unacked, &v->super.super);
     opal_hash_table_set_value_uint32(&peer->tx_vfrags, v->id, v);
     msg->vfrags_live++;
     peer->tx_pending++;
@@ -191,7 +250,7 @@ static void txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
     if (msg->in_list) {
         opal_list_remove_item(MCA_PML_DR2_TX_AWAIT_MATCH == msg->state ? &peer->tx_await_match
                                                                         : &peer->tx_blocked,
-                              &msg->super);
+                              &msg->super.super);
         if (MCA_PML_DR2_TX_AWAIT_MATCH == msg->state) {
             mca_pml_dr2.timers_armed--;
         }
@@ -209,7 +268,7 @@ static void txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
         req->msg = NULL;
         mca_pml_dr2_send_request_complete(req, error);
     }
-    OBJ_RELEASE(msg);
+    txmsg_free(msg);
 }
 
 static void txmsg_maybe_done(mca_pml_dr2_txmsg_t *msg)
@@ -246,7 +305,7 @@ static void txmsg_schedule(mca_pml_dr2_txmsg_t *msg)
         if (msg->rndv) {
             /* the data waits for the receiver's go-ahead */
             if (msg->in_list) {
-                opal_list_remove_item(&peer->tx_blocked, &msg->super);
+                opal_list_remove_item(&peer->tx_blocked, &msg->super.super);
                 msg->in_list = false;
             }
             return;
@@ -261,7 +320,7 @@ static void txmsg_schedule(mca_pml_dr2_txmsg_t *msg)
         msg->next_offset += len;
     }
     if (msg->in_list) {
-        opal_list_remove_item(&peer->tx_blocked, &msg->super);
+        opal_list_remove_item(&peer->tx_blocked, &msg->super.super);
         msg->in_list = false;
     }
     msg->state = MCA_PML_DR2_TX_DRAINING;
@@ -269,7 +328,7 @@ static void txmsg_schedule(mca_pml_dr2_txmsg_t *msg)
 
 blocked:
     if (!msg->in_list) {
-        opal_list_append(&peer->tx_blocked, &msg->super);
+        opal_list_append(&peer->tx_blocked, &msg->super.super);
         msg->in_list = true;
     }
 }
@@ -293,7 +352,7 @@ void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
     msg->state = MCA_PML_DR2_TX_SCHEDULING;
     if (!opal_list_is_empty(&peer->tx_blocked)) {
         /* others are waiting for window space: queue behind them */
-        opal_list_append(&peer->tx_blocked, &msg->super);
+        opal_list_append(&peer->tx_blocked, &msg->super.super);
         msg->in_list = true;
     } else {
         txmsg_schedule(msg);
@@ -310,7 +369,7 @@ static void txmsg_matched(mca_pml_dr2_txmsg_t *msg)
         return; /* a duplicate go-ahead: the data is already on its way */
     }
     if (msg->in_list && MCA_PML_DR2_TX_AWAIT_MATCH == msg->state) {
-        opal_list_remove_item(&peer->tx_await_match, &msg->super);
+        opal_list_remove_item(&peer->tx_await_match, &msg->super.super);
         msg->in_list = false;
         mca_pml_dr2.timers_armed--;
     }
@@ -325,11 +384,12 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
     mca_pml_dr2_txmsg_t *msg = v->msg;
     mca_pml_dr2_peer_t *peer = msg->peer;
 
-    opal_list_remove_item(&peer->tx_unacked, &v->super);
+    opal_list_remove_item(&peer->tx_unacked, &v->super.super);
     opal_hash_table_remove_value_uint32(&peer->tx_vfrags, v->id);
     if (0 != v->pending) {
         peer->tx_pending--;
     }
+    vfrag_forget_timer(peer, v);
     mca_pml_dr2.timers_armed--;
     msg->vfrags_live--;
     if (PML_DR2_HDR_RNDV == v->kind && msg->rndv) {
@@ -337,13 +397,13 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
          * timer that resends the RNDV in case the go-ahead is lost */
         msg->state = MCA_PML_DR2_TX_AWAIT_MATCH;
         msg->match_retries = 0;
-        msg->match_deadline_us = mca_pml_dr2_now_us() + backoff_us(peer, 2);
+        msg->match_deadline_us = mca_pml_dr2.now_us + backoff_us(peer, 2);
         arm_deadline(msg->match_deadline_us);
-        opal_list_append(&peer->tx_await_match, &msg->super);
+        opal_list_append(&peer->tx_await_match, &msg->super.super);
         msg->in_list = true;
         mca_pml_dr2.timers_armed++;
     }
-    OBJ_RELEASE(v);
+    vfrag_free(v);
     txmsg_maybe_done(msg);
     schedule_blocked(peer);
     mca_pml_dr2_peer_set_work(peer);
@@ -366,12 +426,10 @@ static inline void vfrag_add_pending(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag
 void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer)
 {
     mca_pml_dr2_vfrag_t *v, *next;
-    uint64_t now;
 
     if (0 == peer->tx_pending || peer->failed) {
         return;
     }
-    now = mca_pml_dr2_now_us();
     OPAL_LIST_FOREACH_SAFE (v, next, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
         while (0 != v->pending) {
             int index = pml_dr2_ackmask_lowest(v->pending);
@@ -400,11 +458,9 @@ void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer)
             }
             v->pending &= ~bit;
             v->sent |= bit;
-            v->sent_at_us = now;
             if (0 == v->pending) {
                 peer->tx_pending--;
-                v->deadline_us = now + backoff_us(peer, v->retries);
-                arm_deadline(v->deadline_us);
+                vfrag_rearm(peer, v);
             }
         }
         if (0 == peer->tx_pending) {
@@ -430,7 +486,7 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
 {
     mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, hdr->ack.vfrag);
     bool matched = 0 != (hdr->flags & PML_DR2_HDR_FLAG_MATCHED);
-    uint64_t full, newly, now;
+    uint64_t full, newly;
 
     mca_pml_dr2.counters.acks_received++;
     if (NULL == v) {
@@ -452,10 +508,11 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
         mca_pml_dr2.counters.malformed++; /* acknowledges fragments never sent */
         return;
     }
-    now = mca_pml_dr2_now_us();
     newly = hdr->ack.mask & ~v->acked;
-    if (0 != newly && !v->retransmitted) {
-        mca_pml_dr2_peer_rtt_sample(peer, now - v->sent_at_us);
+    if (0 != newly && !v->retransmitted && 0 != v->deadline_us && UINT64_MAX != v->deadline_us
+        && mca_pml_dr2.now_us >= v->sent_at_us) {
+        /* armed: sent_at_us is the first clock reading after the send */
+        mca_pml_dr2_peer_rtt_sample(peer, mca_pml_dr2.now_us - v->sent_at_us);
     }
     v->acked |= hdr->ack.mask;
     if (0 != (v->pending & hdr->ack.mask)) {
@@ -480,10 +537,9 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
             v->fast_resent |= holes;
             vfrag_add_pending(peer, v, holes);
         }
-        if (0 != newly) {
+        if (0 != newly && 0 == v->pending) {
             /* progress restarts the timer */
-            v->deadline_us = now + backoff_us(peer, v->retries);
-            arm_deadline(v->deadline_us);
+            vfrag_rearm(peer, v);
         }
     }
     mca_pml_dr2_peer_push(peer);
@@ -528,12 +584,41 @@ static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
     }
 }
 
+/* Stamp the vfrags waiting for their timer with the clock just read. They were sent (or
+ * acknowledged in part) since the last progress call: they are among the newest, so the
+ * peer's list is walked from its end. */
+static void arm_timers(uint64_t now)
+{
+    mca_pml_dr2_peer_t *peer = mca_pml_dr2.arm_list;
+
+    mca_pml_dr2.arm_list = NULL;
+    for (; NULL != peer; peer = peer->arm_next) {
+        opal_list_item_t *item = opal_list_get_last(&peer->tx_unacked);
+        peer->on_arm_list = false;
+        while (peer->to_arm > 0 && item != opal_list_get_end(&peer->tx_unacked)) {
+            mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) item;
+            if (0 == v->deadline_us) {
+                if (0 == v->sent_at_us) {
+                    v->sent_at_us = now; /* first transmission: the RTT sample's start */
+                }
+                v->deadline_us = now + backoff_us(peer, v->retries);
+                arm_deadline(v->deadline_us);
+                peer->to_arm--;
+            }
+            item = opal_list_get_prev(item);
+        }
+    }
+}
+
 int mca_pml_dr2_timers_check(uint64_t now)
 {
     mca_pml_dr2_peer_t *peer;
     uint64_t next = UINT64_MAX;
     int work = 0;
 
+    if (NULL != mca_pml_dr2.arm_list) {
+        arm_timers(now);
+    }
     if (now < mca_pml_dr2.next_deadline_us) {
         return 0;
     }
@@ -545,8 +630,8 @@ int mca_pml_dr2_timers_check(uint64_t now)
             continue;
         }
         OPAL_LIST_FOREACH (v, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
-            if (0 == v->sent) {
-                continue; /* not on the wire yet: nothing to time */
+            if (0 == v->sent || 0 == v->deadline_us) {
+                continue; /* not on the wire yet, or not armed yet: nothing to time */
             }
             if (v->deadline_us <= now) {
                 uint64_t resend = pml_dr2_ackmask_full(v->nfrags) & ~v->acked & v->sent
@@ -609,14 +694,15 @@ void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
         if (v->msg != msg) {
             continue;
         }
-        opal_list_remove_item(&peer->tx_unacked, &v->super);
+        opal_list_remove_item(&peer->tx_unacked, &v->super.super);
         opal_hash_table_remove_value_uint32(&peer->tx_vfrags, v->id);
         if (0 != v->pending) {
             peer->tx_pending--;
         }
+        vfrag_forget_timer(peer, v);
         mca_pml_dr2.timers_armed--;
         msg->vfrags_live--;
-        OBJ_RELEASE(v);
+        vfrag_free(v);
     }
     txmsg_finish(msg, error);
     mca_pml_dr2_peer_set_work(peer);

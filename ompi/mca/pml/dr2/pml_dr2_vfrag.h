@@ -35,10 +35,16 @@ typedef enum {
     MCA_PML_DR2_OWN_NONE = 0, /* user buffer of the send request */
     MCA_PML_DR2_OWN_MALLOC,   /* a copy in malloc()ed memory */
     MCA_PML_DR2_OWN_BSEND,    /* a copy in the MPI_Buffer_attach buffer */
+    MCA_PML_DR2_OWN_INLINE,   /* a copy in the message's own inline_data */
 } mca_pml_dr2_own_t;
 
+/* Eager messages up to this size keep their copy inside the message object (which comes
+ * from a free list): no allocation on the small-message path. */
+#define MCA_PML_DR2_INLINE_MAX 256
+
 typedef struct mca_pml_dr2_txmsg_t {
-    opal_list_item_t super; /* on peer->tx_blocked or peer->tx_await_match */
+    opal_free_list_item_t super; /* from mca_pml_dr2.txmsgs; on peer->tx_blocked or
+                                  * peer->tx_await_match */
     mca_pml_dr2_peer_t *peer;
     mca_pml_dr2_tx_state_t state;
     bool rndv;
@@ -64,12 +70,13 @@ typedef struct mca_pml_dr2_txmsg_t {
     /* rendezvous waiting for its match: RNDV resend timer */
     uint64_t match_deadline_us;
     uint32_t match_retries;
+    unsigned char inline_data[MCA_PML_DR2_INLINE_MAX];
 } mca_pml_dr2_txmsg_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_txmsg_t);
 
 typedef struct mca_pml_dr2_vfrag_t {
-    opal_list_item_t super; /* on peer->tx_unacked */
+    opal_free_list_item_t super; /* from mca_pml_dr2.vfrags; on peer->tx_unacked */
     mca_pml_dr2_txmsg_t *msg;
     uint32_t id;
     uint8_t kind;    /* header type of fragment 0: MATCH, RNDV or FRAG */
@@ -87,6 +94,10 @@ typedef struct mca_pml_dr2_vfrag_t {
 } mca_pml_dr2_vfrag_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_vfrag_t);
+
+/* A message object, initialised, from the free list (lock held); NULL if out of memory.
+ * It goes back to the list when its last vfrag is acknowledged or it is abandoned. */
+mca_pml_dr2_txmsg_t *mca_pml_dr2_txmsg_alloc(void);
 
 /* Queue a message for transmission: creates its vfrags as the window allows and sends. */
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg);
