@@ -36,8 +36,8 @@ typedef struct {
     int recovery;                  /* ftrabit_recovery_policy_t */
     int recovery_timeout;          /* seconds; 0: forever */
     int recovery_fallback;         /* shrink or abort, same values as `recovery` */
-    int test_kill_in_recovery;
-    bool uniform;                  /* agree on each collective's outcome */     /* original rank that dies in its first recovery, or -1 */
+    int test_kill_in_recovery;     /* original rank that dies in its first recovery, or -1 */
+    bool uniform;                  /* agree on each collective's outcome */
     int local_replicas;
     int result_replicas;
 

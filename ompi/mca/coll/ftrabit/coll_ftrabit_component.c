@@ -86,6 +86,14 @@ static void register_size(const char *name, const char *description, size_t *sto
                                            0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL, storage);
 }
 
+static void register_int(const char *name, const char *description, int info_level,
+                         int *storage)
+{
+    (void) mca_base_component_var_register(&mca_coll_ftrabit_component.super.collm_version,
+                                           name, description, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0,
+                                           info_level, MCA_BASE_VAR_SCOPE_ALL, storage);
+}
+
 static void register_counter(const char *name, const char *description, unsigned long *storage)
 {
     (void) mca_base_component_pvar_register(&mca_coll_ftrabit_component.super.collm_version,
@@ -96,6 +104,18 @@ static void register_counter(const char *name, const char *description, unsigned
                                             MCA_BASE_PVAR_FLAG_READONLY
                                                 | MCA_BASE_PVAR_FLAG_CONTINUOUS,
                                             NULL, NULL, NULL, storage);
+}
+
+/* A parameter value the component cannot work with: say so, and do not load. */
+static int refuse_param(const char *name, long value, const char *hint)
+{
+    char text[32];
+
+    snprintf(text, sizeof(text), "%ld", value);
+    ompires_add_help_dir();
+    opal_show_help("help-ompi-resilience.txt", "invalid-param", true, name, text, hint,
+                   "coll ftrabit");
+    return OMPI_ERR_BAD_PARAM;
 }
 
 static int ftrabit_register(void)
@@ -162,19 +182,17 @@ static int ftrabit_register(void)
                   recovery_policies, &c->recovery);
 
     c->recovery_timeout = 60;
-    (void) mca_base_component_var_register(
-        &c->super.collm_version, "recovery_timeout",
-        "Respawn policy: seconds the survivors wait for replacements to start and join "
-        "before they give up and take coll_ftrabit_recovery_fallback (0: wait forever)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
-        &c->recovery_timeout);
+    register_int("recovery_timeout",
+                 "Respawn policy: seconds the survivors wait for replacements to start and join, "
+                 "and a replacement waits to join, before each of them ends its own process with "
+                 "a message, so the job ends instead of hanging (0: wait forever)",
+                 OPAL_INFO_LVL_5, &c->recovery_timeout);
 
     c->recovery_fallback = 2;
     register_enum("recovery_fallback",
-                  "Respawn policy: what happens when replacements cannot be started or do not "
-                  "join within coll_ftrabit_recovery_timeout: shrink (continue with the "
-                  "survivors; only possible when MPI_Comm_spawn returns an error) or abort "
-                  "(end the job with a message naming the missing ranks)",
+                  "Respawn policy: what happens when replacements cannot be started "
+                  "(MPI_Comm_spawn returns an error): shrink (continue with the survivors) or "
+                  "abort (end the job with a message)",
                   recovery_fallbacks, &c->recovery_fallback);
 
     c->uniform = false;
@@ -188,30 +206,24 @@ static int ftrabit_register(void)
         &c->uniform);
 
     c->test_kill_in_recovery = -1;
-    (void) mca_base_component_var_register(
-        &c->super.collm_version, "test_kill_in_recovery",
-        "For testing recovery: the process with this original rank kills itself (SIGKILL) "
-        "during its first recovery, after the survivors agreed on the failed set and before "
-        "the replacements join (-1: never)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL,
-        &c->test_kill_in_recovery);
+    register_int("test_kill_in_recovery",
+                 "For testing recovery: the process with this original rank kills itself "
+                 "(SIGKILL) during its first recovery, after the survivors agreed on the failed "
+                 "set and before the replacements join (-1: never)",
+                 OPAL_INFO_LVL_9, &c->test_kill_in_recovery);
 
     c->local_replicas = 2;
-    (void) mca_base_component_var_register(
-        &c->super.collm_version, "local_replicas",
-        "FTR_Checkpoint: how many ring neighbours keep a copy of each rank's local state "
-        "(at least 1); a replacement recovers as long as one of them survives",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
-        &c->local_replicas);
+    register_int("local_replicas",
+                 "FTR_Checkpoint: how many ring neighbours keep a copy of each rank's local state "
+                 "(at least 1); a replacement recovers as long as one of them survives",
+                 OPAL_INFO_LVL_5, &c->local_replicas);
 
     c->result_replicas = 0;
-    (void) mca_base_component_var_register(
-        &c->super.collm_version, "result_replicas",
-        "FTR_* collectives: how many ranks keep each result until the next checkpoint, to "
-        "serve ranks that replay (0: every rank; fewer bounds memory, but results are lost "
-        "if all their keepers fail together)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
-        &c->result_replicas);
+    register_int("result_replicas",
+                 "FTR_* collectives: how many ranks keep each result until the next checkpoint, "
+                 "to serve ranks that replay (0: every rank; fewer bounds memory, but results are "
+                 "lost if all their keepers, consecutive ranks, fail together)",
+                 OPAL_INFO_LVL_5, &c->result_replicas);
 
     register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
                      &c->allreduce_calls);
@@ -228,34 +240,20 @@ static int ftrabit_open(void)
         return OMPI_ERR_NOT_SUPPORTED;
     }
     if (0 == c->bcast_segment_bytes) {
-        ompires_add_help_dir();
-        opal_show_help("help-ompi-resilience.txt", "invalid-param", true,
-                       "coll_ftrabit_bcast_segment_bytes", "0",
-                       "The pipelined broadcast needs segments of at least one byte.",
-                       "coll ftrabit");
-        return OMPI_ERR_BAD_PARAM;
+        return refuse_param("coll_ftrabit_bcast_segment_bytes", 0,
+                            "The pipelined broadcast needs segments of at least one byte.");
     }
     if (c->recovery_timeout < 0) {
-        char value[32];
-        snprintf(value, sizeof(value), "%d", c->recovery_timeout);
-        ompires_add_help_dir();
-        opal_show_help("help-ompi-resilience.txt", "invalid-param", true,
-                       "coll_ftrabit_recovery_timeout", value,
-                       "Use a number of seconds, or 0 to wait forever.", "coll ftrabit");
-        return OMPI_ERR_BAD_PARAM;
+        return refuse_param("coll_ftrabit_recovery_timeout", c->recovery_timeout,
+                            "Use a number of seconds, or 0 to wait forever.");
     }
-    if (c->local_replicas < 1 || c->result_replicas < 0) {
-        char value[32];
-        int bad_local = c->local_replicas < 1;
-        snprintf(value, sizeof(value), "%d", bad_local ? c->local_replicas : c->result_replicas);
-        ompires_add_help_dir();
-        opal_show_help("help-ompi-resilience.txt", "invalid-param", true,
-                       bad_local ? "coll_ftrabit_local_replicas" : "coll_ftrabit_result_replicas",
-                       value,
-                       bad_local ? "At least one neighbour must keep a copy of each local checkpoint."
-                                 : "Use 0 for every rank, or a positive number of ranks.",
-                       "coll ftrabit");
-        return OMPI_ERR_BAD_PARAM;
+    if (c->local_replicas < 1) {
+        return refuse_param("coll_ftrabit_local_replicas", c->local_replicas,
+                            "At least one neighbour must keep a copy of each local checkpoint.");
+    }
+    if (c->result_replicas < 0) {
+        return refuse_param("coll_ftrabit_result_replicas", c->result_replicas,
+                            "Use 0 for every rank, or a positive number of ranks.");
     }
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);

@@ -46,18 +46,20 @@ FTR_EXPORT int FTR_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_
 #define FTR_Bcast_bootstrap(buf, count, type, root, comm) \
     FTR_Bcast_bootstrap_at((buf), (count), (type), (root), (comm), __FILE__, __LINE__, __func__)
 FTR_EXPORT int FTR_Allreduce_bootstrap_at(void *buf, int count, MPI_Datatype type, MPI_Op op,
-                               MPI_Comm *comm, const char *file, int line, const char *func);
-FTR_EXPORT int FTR_Bcast_bootstrap_at(void *buf, int count, MPI_Datatype type, int root, MPI_Comm *comm,
-                           const char *file, int line, const char *func);
+                                          MPI_Comm *comm, const char *file, int line,
+                                          const char *func);
+FTR_EXPORT int FTR_Bcast_bootstrap_at(void *buf, int count, MPI_Datatype type, int root,
+                                      MPI_Comm *comm, const char *file, int line,
+                                      const char *func);
 
 /* Collective. `global` is identical on every rank; `local` is this rank's own state,
  * replicated to ring neighbours. Commits a new version on every rank or on none. */
-FTR_EXPORT int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const void *local,
-                   size_t local_size);
+FTR_EXPORT int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size,
+                              const void *local, size_t local_size);
 /* version 0: fresh start, buffers untouched. In a replacement: the last committed version,
  * global from any survivor, local from a ring neighbour's replica. */
-FTR_EXPORT int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *local,
-                        size_t local_size, int *version);
+FTR_EXPORT int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size,
+                                   void *local, size_t local_size, int *version);
 FTR_EXPORT int FTR_Version(MPI_Comm comm, int *version);
 
 /* For applications that call MPI_Allreduce/MPI_Bcast themselves: after one of them failed

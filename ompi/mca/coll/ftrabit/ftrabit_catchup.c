@@ -73,25 +73,38 @@ static int ftrabit_xfer_payload(const ftrabit_state_t *st, const ftrabit_transfe
     return MPI_ERR_INTERN;
 }
 
-/* Receive the bytes of transfer `x` (any size) and put them where they belong. */
-static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x, int tag)
+/* Receive one message of any size from `from` into a new buffer (freed by the caller). */
+int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, int *count)
 {
     MPI_Message msg;
     MPI_Status status;
-    int count, err;
+    int err = MPI_Mprobe(from, tag, comm, &msg, &status);
 
-    err = MPI_Mprobe(x->from, tag, st->comm, &msg, &status);
+    *buf = NULL;
     if (MPI_SUCCESS != err) {
         return err;
     }
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    void *buf = malloc(count ? (size_t) count : 1);
-    if (NULL == buf) {
+    MPI_Get_count(&status, MPI_BYTE, count);
+    *buf = malloc(*count ? (size_t) *count : 1);
+    if (NULL == *buf) {
         return MPI_ERR_NO_MEM;
     }
-    err = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    err = MPI_Mrecv(*buf, *count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
     if (MPI_SUCCESS != err) {
-        free(buf);
+        free(*buf);
+        *buf = NULL;
+    }
+    return err;
+}
+
+/* Receive the bytes of transfer `x` (any size) and put them where they belong. */
+static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x, int tag)
+{
+    void *buf;
+    int count;
+    int err = ftrabit_recv_blob(x->from, tag, st->comm, &buf, &count);
+
+    if (MPI_SUCCESS != err) {
         return err;
     }
     switch (x->kind) {
@@ -142,21 +155,12 @@ static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state
         }
         free(buf);
     } else if (all[rank].replacement) {
-        MPI_Message msg;
-        MPI_Status status;
+        void *buf;
         int count;
-        err = MPI_Mprobe(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &msg, &status);
-        if (MPI_SUCCESS != err) {
-            return err;
-        }
-        MPI_Get_count(&status, MPI_BYTE, &count);
-        void *buf = malloc(count ? (size_t) count : 1);
-        if (NULL == buf) {
-            return MPI_ERR_NO_MEM;
-        }
-        err = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        err = ftrabit_recv_blob(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &buf, &count);
         if (MPI_SUCCESS == err
-            && FTRABIT_BOOTSTRAP_OK != ftrabit_bootstrap_unpack(&st->bootstrap, buf, (size_t) count)) {
+            && FTRABIT_BOOTSTRAP_OK
+                   != ftrabit_bootstrap_unpack(&st->bootstrap, buf, (size_t) count)) {
             err = MPI_ERR_INTERN;
         }
         free(buf);
@@ -192,21 +196,14 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
         int n = 0;
         err = replicas ? MPI_SUCCESS : MPI_ERR_NO_MEM;
         for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
-            int from = (rank - i + size) % size;
-            MPI_Message msg;
-            MPI_Status status;
-            int count;
-            err = MPI_Mprobe(from, FTRABIT_TAG_RESEED, st->comm, &msg, &status);
+            int from = (rank - i + size) % size, count;
+            err = ftrabit_recv_blob(from, FTRABIT_TAG_RESEED, st->comm, &replicas[n].data,
+                                    &count);
             if (MPI_SUCCESS != err) {
                 break;
             }
-            MPI_Get_count(&status, MPI_BYTE, &count);
             replicas[n].owner = from;
             replicas[n].size = (size_t) count;
-            replicas[n].data = malloc(count ? (size_t) count : 1);
-            err = replicas[n].data
-                      ? MPI_Mrecv(replicas[n].data, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)
-                      : MPI_ERR_NO_MEM;
             n++;
         }
         if (MPI_SUCCESS == err) {

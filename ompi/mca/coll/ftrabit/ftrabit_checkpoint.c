@@ -60,18 +60,12 @@ static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t 
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
         int from = (rank - i + size) % size, count;
-        MPI_Message msg;
-        MPI_Status status;
-        err = MPI_Mprobe(from, FTRABIT_TAG_RING, st->comm, &msg, &status);
+        err = ftrabit_recv_blob(from, FTRABIT_TAG_RING, st->comm, &got[ngot].data, &count);
         if (MPI_SUCCESS != err) {
             break;
         }
-        MPI_Get_count(&status, MPI_BYTE, &count);
         got[ngot].owner = from; /* ranks equal original ranks under respawn */
         got[ngot].size = (size_t) count;
-        got[ngot].data = malloc(count ? (size_t) count : 1);
-        err = got[ngot].data ? MPI_Mrecv(got[ngot].data, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)
-                             : MPI_ERR_NO_MEM;
         ngot++;
     }
     int send_err = MPI_Waitall(nsent, reqs, MPI_STATUSES_IGNORE);

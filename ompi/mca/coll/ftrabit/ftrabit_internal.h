@@ -92,6 +92,9 @@ int ftrabit_catch_up(ftrabit_state_t *st);
 int ftrabit_checkpoint_exchange(ftrabit_state_t *st, const void *global, size_t global_size,
                                 const void *local, size_t local_size);
 
+/* Receive one message of any size from `from` into a new buffer (ftrabit_catchup.c). */
+int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, int *count);
+
 /* Replicas of ring predecessors' local checkpoints (ftrabit_checkpoint.c). */
 void ftrabit_replicas_free(ftrabit_replica_t *replicas, int n);
 void ftrabit_replicas_replace(ftrabit_state_t *st, ftrabit_replica_t *replicas, int n);
