@@ -57,6 +57,40 @@ static void die_mpi(const char *what, int rc, const char *file, int line)
     exit(1); /* not reached */
 }
 
+/* The value of an integer or boolean MCA parameter read through MPI_T, or -1 if there is
+ * no such parameter (the component is not loaded). bench/run-uniform.sh checks from the
+ * output that coll_ftrabit_uniform really is what it asked for. */
+static int read_int_cvar(const char *name)
+{
+    int provided, idx, count, value = -1;
+    MPI_T_cvar_handle handle;
+
+    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
+        return -1;
+    }
+    if (MPI_SUCCESS == MPI_T_cvar_get_index(name, &idx)
+        && MPI_SUCCESS == MPI_T_cvar_handle_alloc(idx, NULL, &handle, &count)) {
+        char cname[256], desc[1024];
+        int name_len = sizeof(cname), desc_len = sizeof(desc), verbosity, bind, scope;
+        MPI_Datatype type;
+        MPI_T_enum enumtype;
+        _Bool b = 0; /* Open MPI exposes boolean parameters as MPI_C_BOOL */
+        int i = 0;
+        if (1 == count
+            && MPI_SUCCESS == MPI_T_cvar_get_info(idx, cname, &name_len, &verbosity, &type,
+                                                  &enumtype, desc, &desc_len, &bind, &scope)) {
+            if (MPI_C_BOOL == type && MPI_SUCCESS == MPI_T_cvar_read(handle, &b)) {
+                value = b;
+            } else if (MPI_INT == type && MPI_SUCCESS == MPI_T_cvar_read(handle, &i)) {
+                value = i;
+            }
+        }
+        MPI_T_cvar_handle_free(&handle);
+    }
+    MPI_T_finalize();
+    return value;
+}
+
 static void usage_and_exit(int rank)
 {
     if (0 == rank) {
@@ -225,6 +259,10 @@ int main(int argc, char **argv)
         printf("# coll_bench %s: %d ranks, MPI_DOUBLE%s, %d trials of ~%.3f s per size\n",
                argv[1], size, OP_ALLREDUCE == b.op ? " MPI_SUM" : " from root 0", trials,
                trial_sec);
+        int uniform = read_int_cvar("coll_ftrabit_uniform");
+        if (uniform >= 0) {
+            printf("# coll_ftrabit_uniform = %d\n", uniform);
+        }
         printf("# bytes usec (median trial of the slowest rank's time per call)\n");
         fflush(stdout);
     }

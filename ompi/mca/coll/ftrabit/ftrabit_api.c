@@ -223,10 +223,39 @@ static void ftrabit_keep_result(ftrabit_state_t *st, uint64_t seq, const void *b
                                  ftrabit_settings.result_replicas)) {
         return;
     }
+    if (ftrabit_is_contiguous(call->count, call->type, &len)) {
+        (void) ftrabit_cache_put(&st->results, seq, buf, len); /* the cache copies */
+        return;
+    }
     if (MPI_SUCCESS == ftrabit_pack(buf, call->count, call->type, st->comm, &blob, &len)) {
         (void) ftrabit_cache_put(&st->results, seq, blob, len);
         free(blob);
     }
+}
+
+/* The copy of an allreduce's input that a retry starts from, in a buffer kept with the
+ * communicator's state: a fresh allocation per call costs page faults on large vectors. */
+static void *ftrabit_input_copy(ftrabit_state_t *st, const void *buf, const ftrabit_call_t *call,
+                                int *err)
+{
+    MPI_Aint lb, extent, true_lb, true_extent;
+
+    MPI_Type_get_extent(call->type, &lb, &extent);
+    MPI_Type_get_true_extent(call->type, &true_lb, &true_extent);
+    size_t span = call->count > 0 ? (size_t) (true_extent + (call->count - 1) * extent) : 1;
+    if (span > st->input_scratch_size) {
+        void *bigger = realloc(st->input_scratch, span);
+        if (NULL == bigger) {
+            *err = MPI_ERR_NO_MEM;
+            return NULL;
+        }
+        st->input_scratch = bigger;
+        st->input_scratch_size = span;
+    }
+    void *input = (char *) st->input_scratch - true_lb;
+    *err = MPI_Sendrecv(buf, call->count, call->type, 0, 0, input, call->count, call->type, 0, 0,
+                        MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    return MPI_SUCCESS == *err ? input : NULL;
 }
 
 static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *comm)
@@ -247,21 +276,10 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
 
     /* The input survives a failed attempt in this copy (an in-place allreduce that failed
      * halfway leaves buf undefined). */
-    void *input = NULL, *input_alloc = NULL;
+    void *input = NULL;
     if (!call->is_bcast) {
-        MPI_Aint lb, extent, true_lb, true_extent;
-        MPI_Type_get_extent(call->type, &lb, &extent);
-        MPI_Type_get_true_extent(call->type, &true_lb, &true_extent);
-        size_t span = call->count > 0 ? (size_t) (true_extent + (call->count - 1) * extent) : 1;
-        input_alloc = malloc(span);
-        if (NULL == input_alloc) {
-            return MPI_ERR_NO_MEM;
-        }
-        input = (char *) input_alloc - true_lb;
-        err = MPI_Sendrecv(buf, call->count, call->type, 0, 0, input, call->count, call->type, 0,
-                           0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
-        if (MPI_SUCCESS != err) {
-            free(input_alloc);
+        input = ftrabit_input_copy(st, buf, call, &err);
+        if (NULL == input) {
             return err;
         }
     }
@@ -286,7 +304,6 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
             break; /* someone completed it before the failure: take their result */
         }
     }
-    free(input_alloc);
     return err;
 }
 

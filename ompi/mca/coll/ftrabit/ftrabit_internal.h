@@ -60,6 +60,9 @@ typedef struct ftrabit_state {
     ftrabit_replica_t *replicas; /* of the `nreplicas` ring predecessors */
     int nreplicas;
 
+    void *input_scratch;       /* an allreduce's input, kept for a retry (reused) */
+    size_t input_scratch_size;
+
     int replacement;           /* started by recovery; cleared once caught up */
     int restart_version;       /* what FTR_Load_checkpoint hands a replacement */
     int recoveries;            /* how many recoveries this process took part in */

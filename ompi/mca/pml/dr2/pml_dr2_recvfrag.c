@@ -18,6 +18,7 @@
 #include "pml_dr2_crc.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_recvreq.h"
+#include "pml_dr2_rxcheck.h"
 #include "pml_dr2_vfrag.h"
 
 static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
@@ -194,70 +195,71 @@ static bool place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset, const unsig
                                            hdr->data_crc);
 }
 
-/* Fragment `index` of vfrag `vfrag` (of `nfrags`) of message `msg`. */
-static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg, uint32_t vfrag,
-                             unsigned index, unsigned nfrags, uint64_t offset,
-                             const unsigned char *payload, const pml_dr2_hdr_t *hdr)
+/* The parts of a message the receive checks look at (pml_dr2_rxcheck.h). */
+static const pml_dr2_rx_msg_view_t *msg_view(const mca_pml_dr2_rxmsg_t *msg,
+                                             pml_dr2_rx_msg_view_t *view)
+{
+    if (NULL == msg) {
+        return NULL;
+    }
+    view->msg_id = msg->msg_id;
+    view->msg_len = msg->msg_len;
+    view->bytes_received = msg->bytes_received;
+    view->tag = msg->tag;
+    view->rndv = msg->rndv;
+    view->has_req = NULL != msg->req;
+    return view;
+}
+
+/* A fragment of message `msg` that pml_dr2_rx_classify() accepted: check it against its
+ * vfrag's record, place it, acknowledge it. */
+static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
+                             pml_dr2_rx_decision_t *d, const unsigned char *payload,
+                             const pml_dr2_hdr_t *hdr)
 {
     mca_pml_dr2_rx_vfrag_t *rv = NULL;
-    uint64_t bit = pml_dr2_ackmask_bit(index), full = pml_dr2_ackmask_full(nfrags);
+    pml_dr2_rx_outcome_t out;
 
-    if (1 == nfrags) {
-        /* A vfrag of one fragment (every small message) is complete or not at once: no
-         * record of it is kept. A corrupt one is NACKed and its resend comes here again;
-         * once complete, the duplicate window remembers it. */
-        if (opal_hash_table_get_size(&peer->rx_vfrags) > 0
-            && OPAL_SUCCESS
-                   == opal_hash_table_get_value_uint32(&peer->rx_vfrags, vfrag, (void **) &rv)) {
-            mca_pml_dr2.counters.malformed++; /* another fragment said it had company */
-            return;
+    /* single-fragment vfrags never have a record: skip the lookup while there are none */
+    if (1 != d->nfrags || opal_hash_table_get_size(&peer->rx_vfrags) > 0) {
+        void *found = NULL;
+        if (OPAL_SUCCESS == opal_hash_table_get_value_uint32(&peer->rx_vfrags, d->vfrag, &found)) {
+            rv = found;
         }
-        if (!place_payload(msg, offset, payload, hdr)) {
-            mca_pml_dr2.counters.data_crc_errors++;
-            mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_NACK, vfrag, bit, 0);
-            return;
-        }
-        msg->bytes_received += hdr->frag_len;
-        (void) pml_dr2_window_check_and_mark(&peer->rx_window, vfrag);
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, full, 0);
-        mca_pml_dr2_rxmsg_try_complete(msg);
+    }
+    pml_dr2_rx_vfrag_check(rv, d);
+    if (PML_DR2_RX_REJECT == d->verdict) {
+        mca_pml_dr2.counters.malformed++; /* contradicts what we saw of this vfrag */
         return;
     }
-    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->rx_vfrags, vfrag, (void **) &rv)) {
+    if (PML_DR2_RX_DUPLICATE == d->verdict) {
+        mca_pml_dr2.counters.duplicates++;
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, d->vfrag, d->ack_mask, 0);
+        return;
+    }
+    if (d->need_record) {
         rv = malloc(sizeof(*rv));
         if (NULL == rv) {
             return; /* unacknowledged: resent later */
         }
-        rv->id = vfrag;
-        rv->nfrags = (uint8_t) nfrags;
-        rv->mask = 0;
-        rv->msg_id = msg->msg_id;
-        opal_hash_table_set_value_uint32(&peer->rx_vfrags, vfrag, rv);
-    } else if (rv->nfrags != nfrags || rv->msg_id != msg->msg_id) {
-        mca_pml_dr2.counters.malformed++; /* contradicts what we saw of this vfrag */
-        return;
+        pml_dr2_rx_vfrag_init(rv, d);
+        opal_hash_table_set_value_uint32(&peer->rx_vfrags, d->vfrag, rv);
     }
-    if (rv->mask & bit) {
-        mca_pml_dr2.counters.duplicates++;
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, rv->mask, 0);
-        return;
-    }
-    if (!place_payload(msg, offset, payload, hdr)) {
+    if (!place_payload(msg, d->offset, payload, hdr)) {
         /* corrupt payload: never counted; a NACK gets it resent at once */
         mca_pml_dr2.counters.data_crc_errors++;
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_NACK, vfrag, bit, 0);
+        pml_dr2_rx_frag_corrupt(d, &out);
+        mca_pml_dr2_peer_queue_ack(peer, out.ack_type, d->vfrag, out.ack_mask, 0);
         return;
     }
-    rv->mask |= bit;
     msg->bytes_received += hdr->frag_len;
-    if (pml_dr2_ackmask_complete(full, rv->mask)) {
-        /* the vfrag is complete: remember it (duplicates of it are dropped from now on) */
-        (void) pml_dr2_window_check_and_mark(&peer->rx_window, vfrag);
-        opal_hash_table_remove_value_uint32(&peer->rx_vfrags, vfrag);
+    pml_dr2_rx_frag_intact(&peer->rx_window, rv, d, hdr->flags, &out);
+    if (out.vfrag_complete && NULL != rv) {
+        opal_hash_table_remove_value_uint32(&peer->rx_vfrags, d->vfrag);
         free(rv);
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, full, 0);
-    } else if (hdr->flags & PML_DR2_HDR_FLAG_ACK_NOW) {
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, rv->mask, 0);
+    }
+    if (0 != out.ack_type) {
+        mca_pml_dr2_peer_queue_ack(peer, out.ack_type, d->vfrag, out.ack_mask, 0);
     }
     mca_pml_dr2_rxmsg_try_complete(msg);
 }
@@ -272,51 +274,36 @@ static mca_pml_dr2_rxmsg_t *rxmsg_lookup(mca_pml_dr2_peer_t *peer, uint32_t msg_
     return msg;
 }
 
-/* A RNDV we have seen before: tell the sender where it stands. MATCHED once the go-ahead
- * was given (the message is bound to a receive, or already complete and gone). */
-static void answer_rndv_duplicate(mca_pml_dr2_peer_t *peer, uint32_t id)
-{
-    mca_pml_dr2_rxmsg_t *msg = rxmsg_lookup(peer, id);
-    uint8_t flags = (NULL == msg || NULL != msg->req) ? PML_DR2_HDR_FLAG_MATCHED : 0;
-
-    mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, flags);
-}
-
 static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                          const unsigned char *payload)
 {
-    uint32_t id = hdr->match.vfrag;
     bool rndv = PML_DR2_HDR_RNDV == hdr->type;
-    mca_pml_dr2_rxmsg_t *msg;
+    mca_pml_dr2_rxmsg_t *msg = rxmsg_lookup(peer, pml_dr2_rx_msg_key(hdr));
+    pml_dr2_rx_msg_view_t view;
+    pml_dr2_rx_decision_t d;
+    uint32_t id;
     ompi_communicator_t *comm;
 
-    if (PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id)) {
+    pml_dr2_rx_classify(&peer->rx_window, hdr, msg_view(msg, &view), MCA_PML_DR2_EAGER_LIMIT_MAX,
+                        &d);
+    id = d.vfrag;
+    switch (d.verdict) {
+    case PML_DR2_RX_DUPLICATE:
+        /* a RNDV is answered with MATCHED once the go-ahead was given */
         mca_pml_dr2.counters.duplicates++;
-        if (rndv) {
-            answer_rndv_duplicate(peer, id);
-        } else {
-            mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id,
-                                       pml_dr2_ackmask_full(hdr->match.frag_count), 0);
-        }
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, d.ack_mask, d.ack_flags);
         return;
-    }
-    msg = rxmsg_lookup(peer, id);
-    if (NULL != msg) {
+    case PML_DR2_RX_ACCEPT:
         /* fragment 0 again, its vfrag still incomplete (it was corrupt or is a copy) */
-        if (msg->rndv || rndv || msg->msg_len != hdr->match.msg_len || msg->tag != hdr->match.tag) {
-            mca_pml_dr2.counters.malformed++;
-            return;
-        }
-        deliver_fragment(peer, msg, id, 0, hdr->match.frag_count, 0, payload, hdr);
+        deliver_fragment(peer, msg, &d, payload, hdr);
         return;
-    }
-    /* A new message. Its size must be one we are willing to buffer (eager) or carry no
-     * data (rendezvous: data comes after our go-ahead). */
-    if (rndv ? (0 != hdr->frag_len || 1 != hdr->match.frag_count)
-             : hdr->match.msg_len > MCA_PML_DR2_EAGER_LIMIT_MAX) {
+    case PML_DR2_RX_NEW_MSG:
+        break;
+    default:
         mca_pml_dr2.counters.malformed++;
         return;
     }
+    /* A new message (a size we buffer if eager, no data if rendezvous). */
     comm = ompi_comm_lookup(hdr->match.ctx);
     if (NULL != comm && NULL != comm->c_pml_comm
         && (hdr->match.src >= comm->c_remote_group->grp_proc_count
@@ -371,7 +358,8 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
             }
             mca_pml_dr2_rxmsg_try_complete(msg);
         } else {
-            deliver_fragment(peer, msg, id, 0, hdr->match.frag_count, 0, payload, hdr);
+            pml_dr2_rx_new_msg_accept(&d);
+            deliver_fragment(peer, msg, &d, payload, hdr);
             if (msg->in_hash) {
                 mca_pml_dr2_rxmsg_try_complete(msg);
             }
@@ -383,28 +371,28 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
 static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                         const unsigned char *payload)
 {
-    uint32_t id = hdr->frag.vfrag;
-    mca_pml_dr2_rxmsg_t *msg;
+    mca_pml_dr2_rxmsg_t *msg = rxmsg_lookup(peer, pml_dr2_rx_msg_key(hdr));
+    pml_dr2_rx_msg_view_t view;
+    pml_dr2_rx_decision_t d;
 
-    if (PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id)) {
+    pml_dr2_rx_classify(&peer->rx_window, hdr, msg_view(msg, &view), MCA_PML_DR2_EAGER_LIMIT_MAX,
+                        &d);
+    switch (d.verdict) {
+    case PML_DR2_RX_DUPLICATE:
         mca_pml_dr2.counters.duplicates++;
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id,
-                                   pml_dr2_ackmask_full(hdr->frag.frag_count), 0);
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, d.vfrag, d.ack_mask, 0);
         return;
-    }
-    msg = rxmsg_lookup(peer, hdr->frag.msg_id);
-    if (NULL == msg) {
+    case PML_DR2_RX_UNKNOWN_MSG:
         /* its MATCH was lost (or the message was abandoned): the sender resends both */
         mca_pml_dr2.counters.unknown_msg++;
         return;
-    }
-    if (msg->msg_len != hdr->frag.msg_len || (msg->rndv && NULL == msg->req)
-        || (hdr->frag.vfrag == hdr->frag.msg_id && (msg->rndv || 0 == hdr->frag.frag_index))) {
+    case PML_DR2_RX_ACCEPT:
+        deliver_fragment(peer, msg, &d, payload, hdr);
+        return;
+    default:
         mca_pml_dr2.counters.malformed++; /* data we never asked for, or a bad layout */
         return;
     }
-    deliver_fragment(peer, msg, id, hdr->frag.frag_index, hdr->frag.frag_count, hdr->frag.offset,
-                     payload, hdr);
 }
 
 void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len)

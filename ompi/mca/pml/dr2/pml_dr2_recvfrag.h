@@ -13,6 +13,7 @@
 
 #include "pml_dr2.h"
 #include "pml_dr2_peer.h"
+#include "pml_dr2_rxcheck.h"
 
 BEGIN_C_DECLS
 
@@ -38,13 +39,8 @@ typedef struct mca_pml_dr2_rxmsg_t {
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_rxmsg_t);
 
-/* A vfrag being received. */
-typedef struct {
-    uint32_t id;
-    uint8_t nfrags;
-    uint64_t mask;
-    uint32_t msg_id;
-} mca_pml_dr2_rx_vfrag_t;
+/* A vfrag being received: its record (pml_dr2_rxcheck.h). */
+typedef pml_dr2_rx_vfrag_t mca_pml_dr2_rx_vfrag_t;
 
 /* A segment delivered while a dr2 frame was active, processed later. */
 typedef struct {
