@@ -140,7 +140,8 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
         if (MPI_SUCCESS != agree_err && !ftrabit_is_process_failure(agree_err)) {
             return agree_err;
         }
-        err = ftrabit_recover(st, comm);
+        MPIX_Comm_revoke(st->comm);
+        err = ftrabit_rebuild_after_agreement(st, comm);
         if (MPI_SUCCESS != err) {
             return err;
         }

@@ -85,6 +85,9 @@ int ftrabit_is_process_failure(int err);
 /* Rebuild st->comm after a failure and bring every rank to the same sequence number.
  * On success *comm (the application's handle) is the rebuilt communicator. */
 int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm);
+/* The same, for a rank that has just taken part in an agreement on st->comm that decided a
+ * failure (FTR_Checkpoint's commit vote): that agreement stands for recovery's own. */
+int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm);
 /* In a replacement: join the survivors' rebuilt communicator and catch up. */
 int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world);
 

@@ -329,7 +329,22 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
     }
 }
 
+/* Every way into a rebuild goes through exactly one agreement on the old communicator
+ * first. A rank that failed in a collective may meet ranks that completed it and went on
+ * to FTR_Checkpoint, whose commit decision is an MPIX_Comm_agree: an agreement is not
+ * interrupted by a revoke, so they would wait there for ever while this rank shrinks.
+ * Joining them in an agreement (contributing "failed") lets both sides leave it and
+ * shrink together. */
 int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
+{
+    int failed = 0;
+
+    MPIX_Comm_revoke(st->comm);
+    (void) MPIX_Comm_agree(st->comm, &failed);
+    return ftrabit_rebuild_after_agreement(st, comm);
+}
+
+int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
 {
     double start = MPI_Wtime();
     MPI_Comm current = st->comm;
