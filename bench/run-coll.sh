@@ -44,24 +44,16 @@ QUIET_WAIT=${QUIET_WAIT:-120}
 OUT=${OUT:-$top/docs/bench}
 RAW=${RAW:-$BUILD/bench-logs}
 
-say() { printf '[run-coll] %s\n' "$*" >&2; }
-die() { printf '[run-coll] ERROR: %s\n' "$*" >&2; exit 1; }
+bench_name=run-coll
+. "$top/bench/bench-lib.sh"
 
-if [ -z "${OMPI_PREFIX:-}" ]; then
-    eval "$("$top/scripts/ompi-bootstrap.sh" --print-env)"
-fi
-[ -x "$OMPI_PREFIX/bin/mpirun" ] || die "no mpirun under OMPI_PREFIX=$OMPI_PREFIX"
-[ -f "$COMPONENT_DIR/mca_coll_ftrabit.so" ] \
-    || die "no mca_coll_ftrabit.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
+bench_require_ompi
 
 # make does nothing when the benchmark is up to date.
 make -C "$BUILD" bench/coll_bench >&2
 bench=$BUILD/bench/coll_bench
 
-if ! command -v gnuplot >/dev/null; then
-    say "installing gnuplot"
-    apt-get install -y gnuplot-nox >&2 || { apt-get update >&2 && apt-get install -y gnuplot-nox >&2; }
-fi
+bench_require_gnuplot
 
 # PMIx reads the component path too and complains about every non-PMIx file in it.
 export PMIX_MCA_mca_base_component_show_load_errors=0
@@ -85,27 +77,6 @@ run() {
         tail -n 20 "$log.err" >&2
         die "$impl on $np ranks failed: $bench $*"
     fi
-}
-
-# On a shared machine other jobs compete for the cores and their noise lands in whichever
-# run is going on. Before each run: wait until, 3 times in a row 1 s apart, no process
-# other than the one reading /proc/loadavg is runnable, for at most QUIET_WAIT seconds;
-# runs that had to start anyway are counted and reported in coll.md.
-noisy_starts=0
-wait_quiet() {
-    local waited=0 calm=0 running
-    ((QUIET_WAIT > 0)) || return 0
-    while :; do
-        running=$(awk '{ split($4, a, "/"); print a[1] }' /proc/loadavg)
-        if ((running <= 1)); then calm=$((calm + 1)); else calm=0; fi
-        ((calm < 3)) || return 0
-        if ((waited >= QUIET_WAIT)); then
-            noisy_starts=$((noisy_starts + 1))
-            return 0
-        fi
-        sleep 1
-        waited=$((waited + 1))
-    done
 }
 
 # The comparison means something only if ftrabit serves the calls in one run and not in

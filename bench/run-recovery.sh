@@ -60,22 +60,14 @@ OUT=${OUT:-$top/docs/bench}
 RAW=${RAW:-$BUILD/bench-logs/recovery}
 RUN_TIMEOUT=${RUN_TIMEOUT:-180}
 
-say() { printf '[run-recovery] %s\n' "$*" >&2; }
-die() { printf '[run-recovery] ERROR: %s\n' "$*" >&2; exit 1; }
+bench_name=run-recovery
+. "$top/bench/bench-lib.sh"
 
-if [ -z "${OMPI_PREFIX:-}" ]; then
-    eval "$("$top/scripts/ompi-bootstrap.sh" --print-env)"
-fi
-[ -x "$OMPI_PREFIX/bin/mpirun" ] || die "no mpirun under OMPI_PREFIX=$OMPI_PREFIX"
-[ -f "$COMPONENT_DIR/mca_coll_ftrabit.so" ] \
-    || die "no mca_coll_ftrabit.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
+bench_require_ompi
 make -C "$BUILD" examples/ftr_kmeans bench/ftr_bench >&2
 kmeans=$BUILD/examples/ftr_kmeans
 ftr_bench=$BUILD/bench/ftr_bench
-if ! command -v gnuplot >/dev/null; then
-    say "installing gnuplot"
-    apt-get install -y gnuplot-nox >&2 || { apt-get update >&2 && apt-get install -y gnuplot-nox >&2; }
-fi
+bench_require_gnuplot
 
 export PMIX_MCA_mca_base_component_show_load_errors=0
 mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
@@ -83,24 +75,6 @@ mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
 mkdir -p "$OUT" "$RAW"
 ompi_version=$("$OMPI_PREFIX/bin/mpirun" --version | awk 'NR == 1 { print $NF }')
 
-noisy_starts=0
-runs=0
-wait_quiet() { # as in run-coll.sh: no other runnable process 3 s in a row, at most QUIET_WAIT s
-    local waited=0 calm=0 running
-    runs=$((runs + 1))
-    ((QUIET_WAIT > 0)) || return 0
-    while :; do
-        running=$(awk '{ split($4, a, "/"); print a[1] }' /proc/loadavg)
-        if ((running <= 1)); then calm=$((calm + 1)); else calm=0; fi
-        ((calm < 3)) || return 0
-        if ((waited >= QUIET_WAIT)); then
-            noisy_starts=$((noisy_starts + 1))
-            return 0
-        fi
-        sleep 1
-        waited=$((waited + 1))
-    done
-}
 now() { date +%s.%N; }
 
 # median min max of the numbers on stdin (one per line), "- - -" if none

@@ -33,20 +33,13 @@ OUT=${OUT:-$top/docs/bench}
 DOC=${DOC:-$top/docs/uniform.md}
 RAW=${RAW:-$BUILD/bench-logs/uniform}
 
-say() { printf '[run-uniform] %s\n' "$*" >&2; }
-die() { printf '[run-uniform] ERROR: %s\n' "$*" >&2; exit 1; }
+bench_name=run-uniform
+. "$top/bench/bench-lib.sh"
 
-if [ -z "${OMPI_PREFIX:-}" ]; then
-    eval "$("$top/scripts/ompi-bootstrap.sh" --print-env)"
-fi
-[ -x "$OMPI_PREFIX/bin/mpirun" ] || die "no mpirun under OMPI_PREFIX=$OMPI_PREFIX"
-[ -f "$COMPONENT_DIR/mca_coll_ftrabit.so" ] \
-    || die "no mca_coll_ftrabit.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
+bench_require_ompi
 make -C "$BUILD" bench/coll_bench >&2
 bench=$BUILD/bench/coll_bench
-if ! command -v gnuplot >/dev/null; then
-    apt-get install -y gnuplot-nox >&2 || { apt-get update >&2 && apt-get install -y gnuplot-nox >&2; }
-fi
+bench_require_gnuplot
 
 export PMIX_MCA_mca_base_component_show_load_errors=0
 mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe --with-ft ulfm
@@ -54,22 +47,6 @@ mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe --with-ft 
 mkdir -p "$OUT" "$RAW" "$(dirname "$DOC")"
 ompi_version=$("$OMPI_PREFIX/bin/mpirun" --version | awk 'NR == 1 { print $NF }')
 
-noisy_starts=0
-wait_quiet() {
-    local waited=0 calm=0 running
-    ((QUIET_WAIT > 0)) || return 0
-    while :; do
-        running=$(awk '{ split($4, a, "/"); print a[1] }' /proc/loadavg)
-        if ((running <= 1)); then calm=$((calm + 1)); else calm=0; fi
-        ((calm < 3)) || return 0
-        if ((waited >= QUIET_WAIT)); then
-            noisy_starts=$((noisy_starts + 1))
-            return 0
-        fi
-        sleep 1
-        waited=$((waited + 1))
-    done
-}
 
 # run on|off NP LOG ARGS...
 run() {

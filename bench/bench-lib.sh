@@ -1,0 +1,44 @@
+# Shared by the bench/run-*.sh scripts (sourced, after they set `bench_name`, BUILD,
+# COMPONENT_DIR and QUIET_WAIT).
+
+say() { printf '[%s] %s\n' "$bench_name" "$*" >&2; }
+die() { printf '[%s] ERROR: %s\n' "$bench_name" "$*" >&2; exit 1; }
+
+# The cached ULFM Open MPI (built on first use) and our installed coll component.
+bench_require_ompi() {
+    if [ -z "${OMPI_PREFIX:-}" ]; then
+        eval "$("$top/scripts/ompi-bootstrap.sh" --print-env)"
+    fi
+    [ -x "$OMPI_PREFIX/bin/mpirun" ] || die "no mpirun under OMPI_PREFIX=$OMPI_PREFIX"
+    [ -f "$COMPONENT_DIR/mca_coll_ftrabit.so" ] \
+        || die "no mca_coll_ftrabit.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
+}
+
+bench_require_gnuplot() {
+    command -v gnuplot >/dev/null && return 0
+    say "installing gnuplot"
+    apt-get install -y gnuplot-nox >&2 || { apt-get update >&2 && apt-get install -y gnuplot-nox >&2; }
+}
+
+# On a shared machine other jobs compete for the cores and their noise lands in whichever
+# run is going on. Before each run: wait until, 3 times in a row 1 s apart, no process
+# other than the one reading /proc/loadavg is runnable, for at most QUIET_WAIT seconds.
+# `runs` counts the calls, `noisy_starts` the runs that had to start anyway.
+noisy_starts=0
+runs=0
+wait_quiet() {
+    local waited=0 calm=0 running
+    runs=$((runs + 1))
+    ((QUIET_WAIT > 0)) || return 0
+    while :; do
+        running=$(awk '{ split($4, a, "/"); print a[1] }' /proc/loadavg)
+        if ((running <= 1)); then calm=$((calm + 1)); else calm=0; fi
+        ((calm < 3)) || return 0
+        if ((waited >= QUIET_WAIT)); then
+            noisy_starts=$((noisy_starts + 1))
+            return 0
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+}
