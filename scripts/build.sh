@@ -7,6 +7,8 @@
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$src/_build}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)   # configure wants an absolute --prefix
 say() { printf '[build] %s\n' "$*" >&2; }
 
 eval "$("$src/scripts/ompi-bootstrap.sh" --print-env)"

@@ -55,6 +55,15 @@ emit_env() {
     fi
 }
 
+# One build at a time per cache: a second caller (a parallel build dir, another shell)
+# waits here for the first and then takes its result from the fast path below.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.bootstrap-$cache_key.lock"
+if ! flock -n 9; then
+    say "another Open MPI build for this cache is running; waiting for it"
+    flock 9
+fi
+
 # Fast path: any finished build with this key.
 for done_stamp in "$cache_root"/ompi-5.0.*-"$cache_key"/.complete; do
     [ -e "$done_stamp" ] || continue

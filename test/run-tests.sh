@@ -273,10 +273,15 @@ ft kill-same-rank-twice 4 "1:7 1:13"
 ft kill-rank0-after-checkpoint 4 "0:12"
 ft kill-rank0-and-its-neighbour-before-checkpoint 4 "0:9:before-checkpoint 1:9:before-checkpoint"
 ft kill-three-at-once-then-one-more 10 "0:7 4:7 9:7 1:8"
-# Not yet: about 1 run in 6 ends with "recovery is not possible: the checkpoint of a
-# replaced rank died ..." when rank 3 dies while the survivors recover from rank 0's second
-# death (a rebuild inside a rebuild; issue 3 notes). The job ends cleanly, but wrongly.
-# ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
+# A rebuild inside a rebuild: rank 3 dies while the survivors recover from rank 0's second
+# death, sometimes while rank 0's replacement is still catching up.
+ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
+# The same, on purpose: a survivor dies in the catch-up exchange a replacement is part of;
+# the replacement stays for the next rebuild instead of leaving.
+ft kill-during-catch-up 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2
+ft kill-during-catch-up-of-rank0 5 "0:9:after-allreduce" --mca coll_ftrabit_test_kill_in_catch_up 4
+# Everything over TCP: survivors writing to the dead rank must get EPIPE, not SIGPIPE.
+ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
 ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
 ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2

@@ -212,6 +212,14 @@ static int ftrabit_register(void)
                  "set and before the replacements join (-1: never)",
                  OPAL_INFO_LVL_9, &c->test_kill_in_recovery);
 
+    c->test_kill_in_catch_up = -1;
+    register_int("test_kill_in_catch_up",
+                 "For testing recovery: the process with this original rank kills itself "
+                 "(SIGKILL) in the catch-up exchange of the first recovery that has a "
+                 "replacement in it, right after the state records were exchanged, so that "
+                 "the replacement meets a failure in the middle of joining (-1: never)",
+                 OPAL_INFO_LVL_9, &c->test_kill_in_catch_up);
+
     c->local_replicas = 2;
     register_int("local_replicas",
                  "FTR_Checkpoint: how many ring neighbours keep a copy of each rank's local state "

@@ -10,6 +10,8 @@
 #include "ompi/mca/coll/base/base.h"
 
 #include "ompi/mca/coll/ftrabit/coll_ftrabit.h"
+#include "ompi/mca/common/ompires/ompires_sigpipe.h"
+#include "ompi/runtime/params.h"
 
 static void ftrabit_module_construct(mca_coll_ftrabit_module_t *module)
 {
@@ -82,6 +84,11 @@ int mca_coll_ftrabit_init_query(bool enable_progress_threads, bool enable_mpi_th
 {
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
+    /* Under ULFM the job is meant to outlive its failed processes (ompires_sigpipe.h). */
+    if (ompi_ftmpi_enabled && ompires_ignore_sigpipe_if_default()) {
+        FTRABIT_VERBOSE(1, "coll:ftrabit: SIGPIPE ignored, so that writing to a dead TCP "
+                           "peer fails instead of ending this process");
+    }
     return OMPI_SUCCESS;
 }
 

@@ -21,6 +21,7 @@
 
 #include "ftrabit.h"
 #include "ftrabit_internal.h"
+#include "../../common/ompires/ompires_sigpipe.h"
 
 char *ftrabit_program;
 char **ftrabit_program_argv;
@@ -88,6 +89,8 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
     }
     ftrabit_read_settings();
     ftrabit_remember_program(argc, argv);
+    /* A survivor writing to a process that just died must not die of SIGPIPE. */
+    (void) ompires_ignore_sigpipe_if_default();
 
     MPI_Comm_get_parent(&parent);
     if (MPI_COMM_NULL != parent) {

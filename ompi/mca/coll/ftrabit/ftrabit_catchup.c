@@ -8,6 +8,7 @@
  * Afterwards every rank is at the plan's target sequence number: results it missed sit in
  * its cache, and a replacement holds the checkpoint FTR_Load_checkpoint will hand out.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,24 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
     return MPI_SUCCESS == err ? send_err : err;
 }
 
+/* coll_ftrabit_test_kill_in_catch_up: a survivor dies while a replacement is joining. */
+static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st,
+                                       const ftrabit_rank_state_t *all, int size)
+{
+    int has_replacement = 0;
+
+    for (int r = 0; r < size; r++) {
+        has_replacement |= all[r].replacement;
+    }
+    if (has_replacement && !st->replacement
+        && st->orig_rank == ftrabit_settings.test_kill_in_catch_up) {
+        fprintf(stderr, "ftrabit: original rank %d killing itself while a replacement catches "
+                        "up (coll_ftrabit_test_kill_in_catch_up)\n", st->orig_rank);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+}
+
 static const char *ftrabit_plan_error(int rc)
 {
     switch (rc) {
@@ -257,6 +276,7 @@ int ftrabit_catch_up(ftrabit_state_t *st)
     if (MPI_SUCCESS != err) {
         goto out;
     }
+    ftrabit_maybe_die_for_test(st, all, size);
     int rc = ftrabit_plan_recovery(all, size, st->orig_size, ftrabit_settings.result_replicas,
                                    ftrabit_settings.local_replicas, &plan);
     if (FTRABIT_PLAN_OK != rc) {

@@ -31,6 +31,7 @@ typedef struct {
     int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
     int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */
+    int test_kill_in_catch_up; /* ... in a catch-up with a replacement in it (-1: none) */
     int verbose;
 } ftrabit_settings_t;
 
@@ -64,6 +65,7 @@ typedef struct ftrabit_state {
     size_t input_scratch_size;
 
     int replacement;           /* started by recovery; cleared once caught up */
+    int announces_recovery;    /* rank 0 of the survivors in the last rebuild */
     int restart_version;       /* what FTR_Load_checkpoint hands a replacement */
     int recoveries;            /* how many recoveries this process took part in */
     double last_recovery_seconds;

@@ -6,7 +6,8 @@
  * failed set happens inside MPIX_Comm_shrink), then, with the respawn policy, spawn one
  * replacement per dead rank, merge with them and split back into the original rank order;
  * with the shrink policy they simply carry on with fewer ranks. Then every rank takes part
- * in the catch-up exchange. A failure during any of this starts the rebuild again.
+ * in the catch-up exchange, whose outcome they agree on. A failure during any of this
+ * starts the rebuild again, with the replacements that had already joined.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -198,13 +199,14 @@ static void ftrabit_watchdog_disarm(pthread_t thread)
     pthread_join(thread, NULL);
 }
 
-/* Receive who we replace, merge with the survivors, take the dead rank's place, catch up. */
-static int ftrabit_join(MPI_Comm parent, MPI_Comm *world)
+/* Receive who we replace, merge with the survivors and take the dead rank's place. */
+static int ftrabit_join(MPI_Comm parent, MPI_Comm *world, ftrabit_state_t **state)
 {
     ftrabit_join_t join;
     MPI_Comm merged;
     int err;
 
+    *state = NULL;
     MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
     err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
     if (MPI_SUCCESS == err) {
@@ -221,29 +223,13 @@ static int ftrabit_join(MPI_Comm parent, MPI_Comm *world)
         return err;
     }
     MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
-    ftrabit_state_t *st = ftrabit_state_new(*world, join.orig_rank, join.orig_size);
-    if (NULL == st) {
+    *state = ftrabit_state_new(*world, join.orig_rank, join.orig_size);
+    if (NULL == *state) {
         return MPI_ERR_NO_MEM;
     }
-    st->replacement = 1;
+    (*state)->replacement = 1;
     ftrabit_log(1, "replacement for original rank %d joined", join.orig_rank);
-    err = ftrabit_catch_up(st);
-    *world = st->comm;
-    return err;
-}
-
-int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
-{
-    /* Survivors that gave up waiting (coll_ftrabit_recovery_timeout) are gone, and joining
-     * them can then block for ever inside MPI: the same timeout ends this process. */
-    pthread_t watchdog;
-    int watched = ftrabit_watchdog_arm(-1, &watchdog);
-    int err = ftrabit_join(parent, world);
-
-    if (watched) {
-        ftrabit_watchdog_disarm(watchdog);
-    }
-    return err;
+    return MPI_SUCCESS;
 }
 
 static void ftrabit_abort_policy(const ftrabit_state_t *st)
@@ -293,6 +279,9 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
     }
     MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
     ftrabit_maybe_die_for_test(st);
+    int shrunk_rank;
+    MPI_Comm_rank(shrunk, &shrunk_rank);
+    st->announces_recovery = 0 == shrunk_rank;
     if (*shrinking) {
         *rebuilt = shrunk;
         return MPI_SUCCESS;
@@ -312,21 +301,101 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
     return err;
 }
 
-/* One line per recovery, from rank 0 of the rebuilt communicator: a failure the
- * application never sees should still leave a trace in the job's output. */
+/* The catch-up ends in one agreement on its outcome. Ranks whose transfers did not touch
+ * a process that died can finish while others fail; left alone, they would go back to the
+ * application while the others rebuild. Each bit of the agreed flag is an AND over the
+ * ranks: all caught up, or else whether every failure was a process failure (rebuild
+ * again) or some rank hit an error no rebuild can fix (the plan itself failed: every rank
+ * computed the same one). A rank that failed revokes first, so that nobody stays blocked
+ * in a transfer with it. */
+#define FTRABIT_CATCHUP_DONE 1
+#define FTRABIT_CATCHUP_RETRYABLE 2
+
+static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
+{
+    int err = ftrabit_catch_up(st);
+    int flag = 0;
+
+    if (MPI_SUCCESS == err) {
+        flag = FTRABIT_CATCHUP_DONE | FTRABIT_CATCHUP_RETRYABLE;
+    } else {
+        flag = ftrabit_is_process_failure(err) ? FTRABIT_CATCHUP_RETRYABLE : 0;
+        MPIX_Comm_revoke(st->comm);
+    }
+    /* The flag is the same on every survivor even when the agreement reports a failure;
+     * a process that died after it is found by the next collective. */
+    (void) MPIX_Comm_agree(st->comm, &flag);
+    if (flag & FTRABIT_CATCHUP_DONE) {
+        return MPI_SUCCESS;
+    }
+    if (flag & FTRABIT_CATCHUP_RETRYABLE) {
+        return MPI_ERR_PROC_FAILED;
+    }
+    return MPI_SUCCESS == err || ftrabit_is_process_failure(err) ? MPI_ERR_OTHER : err;
+}
+
+/* Rebuild, catch up, and again while processes keep failing. `keep` is the application's
+ * handle, freed by the caller; intermediate communicators are freed here. Survivors and
+ * replacements that joined a rebuilt communicator all run this loop together. */
+static int ftrabit_rebuild_loop(ftrabit_state_t *st, MPI_Comm keep, int *shrinking)
+{
+    MPI_Comm current = st->comm;
+    int err = MPI_ERR_PROC_FAILED;
+
+    for (int attempt = 0; attempt < FTRABIT_MAX_REBUILDS; attempt++) {
+        MPI_Comm rebuilt = MPI_COMM_NULL;
+
+        err = ftrabit_rebuild(st, current, shrinking, &rebuilt);
+        if (MPI_SUCCESS == err) {
+            MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
+            if (current != keep) {
+                MPI_Comm_free(&current);
+            }
+            ftrabit_state_attach(st, rebuilt);
+            current = rebuilt;
+            err = ftrabit_catch_up_agreed(st);
+        }
+        if (MPI_SUCCESS == err || !ftrabit_is_process_failure(err)) {
+            return err;
+        }
+        ftrabit_log(1, "another failure during recovery (%d); rebuilding again", err);
+    }
+    fprintf(stderr, "ftrabit: recovery is not possible: processes kept failing through %d "
+                    "rebuilds\n", FTRABIT_MAX_REBUILDS);
+    return err;
+}
+
+/* One line per recovery, from the first survivor (rank 0 of the last shrunk communicator):
+ * a failure the application never sees should still leave a trace in the job's output. */
 static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
 {
-    int rank, size;
+    int size;
 
-    MPI_Comm_rank(st->comm, &rank);
     MPI_Comm_size(st->comm, &size);
-    if (0 == rank) {
+    if (st->announces_recovery) {
         fprintf(stderr, "ftrabit: recovered from a process failure in %.3f s (%s; %d ranks, "
                         "catching up to collective %llu)\n",
                 st->last_recovery_seconds, shrinking ? "shrink" : "respawn", size,
                 (unsigned long long) st->served_until);
         fflush(stderr);
     }
+}
+
+/* After a successful rebuild loop: hand the application its new communicator. */
+static void ftrabit_finish_recovery(ftrabit_state_t *st, MPI_Comm *comm, int shrinking,
+                                    double start)
+{
+    if (shrinking) {
+        ftrabit_adopt_shrunk_numbering(st);
+    }
+    MPI_Comm old = *comm;
+    *comm = st->comm;
+    if (old != st->comm) {
+        MPI_Comm_free(&old);
+    }
+    st->recoveries++;
+    st->last_recovery_seconds = MPI_Wtime() - start;
+    ftrabit_announce_recovery(st, shrinking);
 }
 
 /* Every way into a rebuild goes through exactly one agreement on the old communicator
@@ -347,8 +416,6 @@ int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
 int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
 {
     double start = MPI_Wtime();
-    MPI_Comm current = st->comm;
-    int err = MPI_ERR_OTHER;
     int shrinking = FTRABIT_RECOVER_SHRINK == ftrabit_settings.policy;
     pthread_t watchdog;
     int watched = 0;
@@ -359,45 +426,47 @@ int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
     if (!shrinking) {
         watched = ftrabit_watchdog_arm(st->orig_rank, &watchdog);
     }
-    for (int attempt = 0; attempt < FTRABIT_MAX_REBUILDS; attempt++) {
-        MPI_Comm rebuilt = MPI_COMM_NULL;
+    int err = ftrabit_rebuild_loop(st, *comm, &shrinking);
+    if (watched) {
+        ftrabit_watchdog_disarm(watchdog);
+    }
+    if (MPI_SUCCESS == err) {
+        ftrabit_finish_recovery(st, comm, shrinking, start);
+    }
+    return err;
+}
 
-        err = ftrabit_rebuild(st, current, &shrinking, &rebuilt);
-        if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {
-            break;
-        }
+/* A replacement joins, then takes part in the catch-up. If another process dies in the
+ * meantime, it stays with the survivors through their next rebuilds instead of leaving:
+ * leaving would take with it the checkpoint replicas the plan now counts on it holding. */
+int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
+{
+    double start = MPI_Wtime();
+    ftrabit_state_t *st;
+    /* Survivors that gave up waiting (coll_ftrabit_recovery_timeout) are gone, and joining
+     * them can then block for ever inside MPI: the same timeout ends this process. */
+    pthread_t watchdog;
+    int watched = ftrabit_watchdog_arm(-1, &watchdog);
+    int err = ftrabit_join(parent, world, &st);
+
+    if (MPI_SUCCESS == err) {
+        err = ftrabit_catch_up_agreed(st);
+    }
+    if (MPI_SUCCESS != err && ftrabit_is_process_failure(err)) {
+        int shrinking = FTRABIT_RECOVER_SHRINK == ftrabit_settings.policy;
+        ftrabit_log(1, "a failure while this replacement caught up (%d); rebuilding with the "
+                       "survivors", err);
+        err = ftrabit_rebuild_loop(st, *world, &shrinking);
         if (MPI_SUCCESS == err) {
-            MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
-            if (current != *comm) {
-                MPI_Comm_free(&current);
-            }
-            ftrabit_state_attach(st, rebuilt);
-            current = rebuilt;
-            err = ftrabit_catch_up(st);
+            ftrabit_finish_recovery(st, world, shrinking, start);
         }
-        if (MPI_SUCCESS == err || !ftrabit_is_process_failure(err)) {
-            break;
-        }
-        ftrabit_log(1, "another failure during recovery (%d); rebuilding again", err);
+    } else if (MPI_SUCCESS == err) {
+        *world = st->comm;
     }
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);
     }
-    if (MPI_SUCCESS != err) {
-        return err;
-    }
-    if (shrinking) {
-        ftrabit_adopt_shrunk_numbering(st);
-    }
-    MPI_Comm old = *comm;
-    *comm = st->comm;
-    if (old != st->comm) {
-        MPI_Comm_free(&old);
-    }
-    st->recoveries++;
-    st->last_recovery_seconds = MPI_Wtime() - start;
-    ftrabit_announce_recovery(st, shrinking);
-    return MPI_SUCCESS;
+    return err;
 }
 
 int FTR_Comm_recover(MPI_Comm *comm)

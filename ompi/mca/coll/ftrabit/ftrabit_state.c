@@ -15,6 +15,7 @@ ftrabit_settings_t ftrabit_settings = {
     .recovery_timeout = 60,
     .recovery_fallback = FTRABIT_RECOVER_ABORT,
     .test_kill_in_recovery = -1,
+    .test_kill_in_catch_up = -1,
     .verbose = 0,
 };
 
@@ -110,6 +111,8 @@ void ftrabit_read_settings(void)
                                                  s->recovery_fallback);
     s->test_kill_in_recovery = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_recovery",
                                                      s->test_kill_in_recovery);
+    s->test_kill_in_catch_up = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_catch_up",
+                                                     s->test_kill_in_catch_up);
     s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
     MPI_T_finalize();
     if (FTRABIT_RECOVER_SHRINK == s->policy) {
