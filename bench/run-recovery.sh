@@ -391,31 +391,21 @@ and highest paired ratio over all trials. $ovh_runs runs in $ovh_elapsed s, $ovh
 started without quiet; load averages at the end: $ovh_load.
 
 Where the cost comes from (ftrabit_api.c, \`ftrabit_collective\`): per call, (1) the input is
-copied into a newly allocated buffer (with \`MPI_Sendrecv\` on \`MPI_COMM_SELF\`) so that a retry
-after a failure starts from the original data; (2) the result is packed into another newly
-allocated buffer, and (3) \`ftrabit_cache_put\` copies that into a third one, which is kept
-until the next checkpoint. For small messages this is a few hundred nanoseconds to a few
-microseconds per call. For large ones the kept copy is the expensive part: it is fresh memory
-every call (every result since the checkpoint stays in memory, so nothing can be reused), and
-the first touch of fresh memory costs a page fault per 4 KiB page. On this VM page faults are
-very slow: a one-off C test, copying 1 MiB into a new \`malloc\`ed buffer that is kept (as the
-cache does) took 4.8–7.6 ms, against 0.1–0.2 ms into a buffer already touched, and against
-0.14–0.17 ms for a new buffer freed right after (glibc then hands the same warm memory back).
-That is about 20 µs per page fault (256 pages in about 5 ms). So the large-message ratios
-below are mostly this virtual machine's page-fault cost; on bare metal a fault usually costs
-about a microsecond or less, so expect much smaller ratios there (not measured here). A
-second one-off check, 2 ranks, 1 MiB, 20 calls each, 6 repetitions in 2 jobs: per call
-\`MPI_Allreduce\` 0.8–11.6 ms (noisy), \`FTR_Allreduce\` keeping the 20 results 2.3–12.4 ms,
-\`FTR_Allreduce\` with an (untimed) checkpoint after every call, so that the cache never holds
-more than one result and glibc hands the same memory back, 0.8–4.2 ms: in 4 of 6 repetitions at
-most 0.3 ms slower than the plain call of the same repetition, and in every repetition
-faster than keeping the results (by 1.2–11.2 ms). The kept copies are the cost, not the
-sequence numbers or the input copy. Reducing the cost in ftrabit (not done here):
-pack straight into the cache entry instead of packing and copying again; keep one reusable
-input buffer per communicator and \`memcpy\` contiguous data instead of a self-\`Sendrecv\`;
-recycle the cache's buffers across checkpoints (a pool), so that steady state touches no
-fresh memory; and with \`coll_ftrabit_result_replicas\` only that many ranks keep each result,
-so the others skip steps (2) and (3).
+copied (with \`MPI_Sendrecv\` on \`MPI_COMM_SELF\`, so any datatype works) into one scratch
+buffer per communicator, reused from call to call, so that a retry after a failure starts from
+the original data; (2) the result is copied once into a new cache entry (non-contiguous
+datatypes are packed first), which is kept until the next checkpoint. For small messages this
+is a few hundred nanoseconds to a few microseconds per call. For large ones the kept copy is
+the expensive part: it is fresh memory every call (every result since the checkpoint stays in
+memory, so nothing can be reused), and the first touch of fresh memory costs a page fault per
+4 KiB page. On this VM page faults are very slow: a one-off C test, copying 1 MiB into a new
+\`malloc\`ed buffer that is kept (as the cache does) took 4.8–7.6 ms, against 0.1–0.2 ms into
+a buffer already touched. That is about 20 µs per page fault (256 pages in about 5 ms), so
+the large-message ratios below are mostly this virtual machine's page-fault cost; on bare
+metal a fault usually costs about a microsecond or less (not measured here). What would
+reduce it further (not done): recycle the cache's buffers across checkpoints (a pool), so
+that steady state touches no fresh memory; and \`coll_ftrabit_result_replicas\` already
+lets only that many ranks keep each result, so the others skip step (2).
 EOF
     } >>"$md"
     for np in $NPS_OVERHEAD; do

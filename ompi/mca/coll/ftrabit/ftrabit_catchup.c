@@ -74,6 +74,39 @@ static int ftrabit_xfer_payload(const ftrabit_state_t *st, const ftrabit_transfe
     return MPI_ERR_INTERN;
 }
 
+/* MPI_Waitall that says why it failed. When one request fails, MPI_Waitall returns
+ * MPI_ERR_IN_STATUS (even with MPI_STATUSES_IGNORE), which would hide a process failure
+ * that a rebuild can handle behind an error that ends the recovery: the per-request
+ * errors are looked at instead, a process failure first. */
+static int ftrabit_wait_sends(int n, MPI_Request *reqs)
+{
+    MPI_Status *statuses = malloc(sizeof(MPI_Status) * (size_t) (n > 0 ? n : 1));
+    int err, first_other = MPI_SUCCESS;
+
+    if (NULL == statuses) {
+        return MPI_ERR_NO_MEM;
+    }
+    err = MPI_Waitall(n, reqs, statuses);
+    if (MPI_ERR_IN_STATUS == err) {
+        err = MPI_SUCCESS;
+        for (int i = 0; i < n && !ftrabit_is_process_failure(err); i++) {
+            int e = statuses[i].MPI_ERROR;
+            if (ftrabit_is_process_failure(e)) {
+                err = e;
+            } else if (MPI_SUCCESS != e && MPI_ERR_PENDING != e && MPI_SUCCESS == first_other) {
+                first_other = e;
+            }
+        }
+        if (MPI_SUCCESS == err) {
+            /* Requests left pending by another's failure: the peer is alive, nothing was
+             * wrong with them; the failure that stopped them counts. */
+            err = MPI_SUCCESS != first_other ? first_other : MPI_ERR_PROC_FAILED;
+        }
+    }
+    free(statuses);
+    return err;
+}
+
 /* Receive one message of any size from `from` into a new buffer (freed by the caller). */
 int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, int *count)
 {
@@ -213,7 +246,7 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
             ftrabit_replicas_free(replicas, n);
         }
     }
-    int send_err = MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE);
+    int send_err = ftrabit_wait_sends(nreqs, reqs);
     free(reqs);
     return MPI_SUCCESS == err ? send_err : err;
 }
@@ -315,7 +348,7 @@ int ftrabit_catch_up(ftrabit_state_t *st)
             err = ftrabit_xfer_receive(st, &plan.xfers[i], FTRABIT_TAG_XFER_BASE + i);
         }
     }
-    int send_err = MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE);
+    int send_err = ftrabit_wait_sends(nreqs, reqs);
     if (MPI_SUCCESS == err) {
         err = send_err;
     }

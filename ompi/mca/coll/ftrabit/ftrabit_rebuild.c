@@ -306,8 +306,8 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
  * application while the others rebuild. Each bit of the agreed flag is an AND over the
  * ranks: all caught up, or else whether every failure was a process failure (rebuild
  * again) or some rank hit an error no rebuild can fix (the plan itself failed: every rank
- * computed the same one). A rank that failed revokes first, so that nobody stays blocked
- * in a transfer with it. */
+ * computed the same one). A rank that saw a process failure revokes first, so that nobody
+ * stays blocked in a transfer with it. */
 #define FTRABIT_CATCHUP_DONE 1
 #define FTRABIT_CATCHUP_RETRYABLE 2
 
@@ -318,13 +318,18 @@ static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
 
     if (MPI_SUCCESS == err) {
         flag = FTRABIT_CATCHUP_DONE | FTRABIT_CATCHUP_RETRYABLE;
-    } else {
-        flag = ftrabit_is_process_failure(err) ? FTRABIT_CATCHUP_RETRYABLE : 0;
+    } else if (ftrabit_is_process_failure(err)) {
+        flag = FTRABIT_CATCHUP_RETRYABLE;
         MPIX_Comm_revoke(st->comm);
     }
+    /* A failed plan needs no revoke: every rank computes it, and no transfer starts. A
+     * revoke would break the record exchange of ranks still in it, and with it their
+     * message saying why. */
     /* The flag is the same on every survivor even when the agreement reports a failure;
      * a process that died after it is found by the next collective. */
+    int local = flag;
     (void) MPIX_Comm_agree(st->comm, &flag);
+    ftrabit_log(1, "catch-up: local outcome %d (error %d), agreed %d", local, err, flag);
     if (flag & FTRABIT_CATCHUP_DONE) {
         return MPI_SUCCESS;
     }
