@@ -333,6 +333,12 @@ mpi dr2/stress-tcp-faults5 3 pass test/mpi/dr2_stress "${DR2_TCP[@]}" "${FAULTS5
 mpi dr2/stress-small-frags-faults5 3 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS5[@]}" \
     --mca pml_dr2_frag_size 1024 --mca pml_dr2_window 4 --mca pml_dr2_eager_limit 200000 \
     -- 10 expect-faults
+# MPI_THREAD_MULTIPLE: threads sending and receiving at once, ANY_SOURCE, probe/mprobe.
+mpi dr2/threads 2 pass test/mpi/dr2_threads "${DR2[@]}"
+mpi dr2/threads 3 pass test/mpi/dr2_threads "${DR2[@]}" -- 10
+mpi dr2/threads-tcp 3 pass test/mpi/dr2_threads "${DR2_TCP[@]}"
+mpi dr2/threads-faults1 3 pass test/mpi/dr2_threads "${DR2[@]}" "${FAULTS1[@]}" -- 10 4 expect-faults
+mpi threads-over-ob1 3 pass test/mpi/dr2_threads --mca pml ob1
 mpi allreduce-over-dr2 4 pass test/mpi/coll_allreduce "${DR2[@]}"
 mpi allreduce-over-dr2-ulfm 3 pass test/mpi/coll_allreduce "${DR2[@]}" "${FT[@]}"
 mpi bcast-over-dr2 4 pass test/mpi/coll_bcast "${DR2[@]}" "${FT[@]}"

@@ -217,6 +217,69 @@ static void test_probes(void)
     }
 }
 
+/* Single-completion calls (recv, probe, iprobe, mprobe, improbe, mrecv) leave the status's
+ * MPI_ERROR as it was: they return their error (MPI 4.0 section 3.2.5). MPICH's
+ * pt2pt/mprobe checks it; dr2 used to write MPI_SUCCESS there. */
+static void test_status_error_untouched(void)
+{
+    int peer = partner();
+    if (peer == mt_rank) {
+        return;
+    }
+    if (mt_rank < peer) {
+        for (int i = 0; i < 6; i++) {
+            size_t n = i % 2 ? 200000 : 100;
+            unsigned char *buf = malloc(n);
+            fill(buf, n, mt_rank, 550 + i);
+            MPI_Send(buf, (int) n, MPI_BYTE, peer, 550 + i, MPI_COMM_WORLD);
+            free(buf);
+        }
+    } else {
+        unsigned char *buf = malloc(200000);
+        MPI_Status st;
+        MPI_Message msg;
+        int flag = 0;
+        /* 550, 551: probe then recv */
+        for (int i = 0; i < 2; i++) {
+            st.MPI_ERROR = MPI_ERR_DIMS;
+            MPI_Probe(peer, 550 + i, MPI_COMM_WORLD, &st);
+            MT_CHECK(MPI_ERR_DIMS == st.MPI_ERROR, "probe %d set MPI_ERROR to %d", i, st.MPI_ERROR);
+            st.MPI_ERROR = MPI_ERR_TOPOLOGY;
+            MPI_Recv(buf, 200000, MPI_BYTE, peer, 550 + i, MPI_COMM_WORLD, &st);
+            MT_CHECK(MPI_ERR_TOPOLOGY == st.MPI_ERROR, "recv %d set MPI_ERROR to %d", i, st.MPI_ERROR);
+        }
+        /* 552, 553: iprobe, then mprobe + mrecv */
+        for (int i = 2; i < 4; i++) {
+            flag = 0;
+            while (!flag) {
+                st.MPI_ERROR = MPI_ERR_DIMS;
+                MPI_Iprobe(peer, 550 + i, MPI_COMM_WORLD, &flag, &st);
+            }
+            MT_CHECK(MPI_ERR_DIMS == st.MPI_ERROR, "iprobe %d set MPI_ERROR to %d", i, st.MPI_ERROR);
+            st.MPI_ERROR = MPI_ERR_DIMS;
+            MPI_Mprobe(peer, 550 + i, MPI_COMM_WORLD, &msg, &st);
+            MT_CHECK(MPI_ERR_DIMS == st.MPI_ERROR, "mprobe %d set MPI_ERROR to %d", i, st.MPI_ERROR);
+            st.MPI_ERROR = MPI_ERR_TOPOLOGY;
+            MPI_Mrecv(buf, 200000, MPI_BYTE, &msg, &st);
+            MT_CHECK(MPI_ERR_TOPOLOGY == st.MPI_ERROR, "mrecv %d set MPI_ERROR to %d", i, st.MPI_ERROR);
+        }
+        /* 554, 555: improbe + mrecv */
+        for (int i = 4; i < 6; i++) {
+            flag = 0;
+            while (!flag) {
+                st.MPI_ERROR = MPI_ERR_DIMS;
+                MPI_Improbe(peer, 550 + i, MPI_COMM_WORLD, &flag, &msg, &st);
+            }
+            MT_CHECK(MPI_ERR_DIMS == st.MPI_ERROR, "improbe %d set MPI_ERROR to %d", i, st.MPI_ERROR);
+            st.MPI_ERROR = MPI_ERR_TOPOLOGY;
+            MPI_Mrecv(buf, 200000, MPI_BYTE, &msg, &st);
+            MT_CHECK(MPI_ERR_TOPOLOGY == st.MPI_ERROR, "mrecv %d set MPI_ERROR to %d", i, st.MPI_ERROR);
+            MT_CHECK(0 == check(buf, i % 2 ? 200000 : 100, peer, 550 + i), "mrecv %d: data", i);
+        }
+        free(buf);
+    }
+}
+
 static void test_cancel(void)
 {
     MPI_Request req;
@@ -494,6 +557,7 @@ int main(int argc, char **argv)
     test_nonblocking_order();
     test_wildcards();
     test_probes();
+    test_status_error_untouched();
     test_cancel();
     test_persistent();
     test_ssend();

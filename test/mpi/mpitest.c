@@ -18,10 +18,16 @@ void mt_init(int *argc, char ***argv, const char *name)
 {
     int provided;
 
-    MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+    mt_init_thread(argc, argv, name, MPI_THREAD_SINGLE, &provided);
+}
+
+void mt_init_thread(int *argc, char ***argv, const char *name, int required, int *provided)
+{
+    MPI_Init_thread(argc, argv, required, provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    int t_provided;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &t_provided);
     mt_name = name;
 }
 

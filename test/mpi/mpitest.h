@@ -18,6 +18,8 @@ extern long mt_failures;
 extern const char *mt_name;
 
 void mt_init(int *argc, char ***argv, const char *name);
+/* The same with MPI_Init_thread(required): *provided is what MPI granted. */
+void mt_init_thread(int *argc, char ***argv, const char *name, int required, int *provided);
 int mt_finish(void);
 void mt_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

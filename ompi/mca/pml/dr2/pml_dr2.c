@@ -18,6 +18,7 @@
 #include "ompi/runtime/mpiruntime.h"
 #include "ompi/runtime/params.h"
 #include "ompi/mca/common/ompires/ompires_abi.h"
+#include "ompi/mca/common/ompires/ompires_sigpipe.h"
 
 #include "pml_dr2.h"
 #include "pml_dr2_comm.h"
@@ -252,6 +253,9 @@ int mca_pml_dr2_del_procs(struct ompi_proc_t **procs, size_t nprocs)
 {
     uint64_t give_up;
 
+    /* Step 1 learns that a peer has left from the BTL failing our sends to it; over TCP
+     * on Linux that failure is SIGPIPE, fatal by default (ompires_sigpipe.h). */
+    (void) ompires_ignore_sigpipe_if_default();
     mca_pml_dr2_enter();
     for (size_t i = 0; i < nprocs; i++) {
         mca_pml_dr2_peer_t *peer = NULL;
@@ -326,15 +330,26 @@ int mca_pml_dr2_progress(void)
     int work = 0;
 
     mca_pml_dr2.progress_pass++;
-    /* The common case, nothing to do, costs three loads and no lock. */
-    if (0 == mca_pml_dr2.peers_with_work && 0 == mca_pml_dr2.timers_armed && !failures_pending) {
+    /* The common cases, nothing to do or only timers that are not due for a clock reading
+     * (see below), cost a few loads and no lock. */
+    if (0 == mca_pml_dr2.peers_with_work && !failures_pending
+        && (0 == mca_pml_dr2.timers_armed
+            || (NULL == mca_pml_dr2.arm_list
+                && 0 != (mca_pml_dr2.progress_pass & (MCA_PML_DR2_CLOCK_PASSES - 1))))) {
         return 0;
     }
     mca_pml_dr2_enter();
     if (failures_pending && 1 == mca_pml_dr2.depth) {
         handle_failures();
     }
-    if (mca_pml_dr2.timers_armed > 0) {
+    /* Read the clock when vfrags wait to be armed (they take their send time from it),
+     * otherwise on one call in MCA_PML_DR2_CLOCK_PASSES: a message waiting for its ACK keeps
+     * a timer armed for its whole round trip, while a waiting process calls progress in a
+     * tight loop, and a clock reading costs about as much as the rest of the idle call.
+     * A timer then fires a few progress calls late: nothing next to its milliseconds. */
+    if (mca_pml_dr2.timers_armed > 0
+        && (NULL != mca_pml_dr2.arm_list
+            || 0 == (mca_pml_dr2.progress_pass & (MCA_PML_DR2_CLOCK_PASSES - 1)))) {
         /* the one clock reading of this call */
         uint64_t now = mca_pml_dr2.now_us = mca_pml_dr2_now_us();
         if (now >= mca_pml_dr2.next_deadline_us) {
@@ -350,16 +365,17 @@ int mca_pml_dr2_progress(void)
         }
     }
     if (mca_pml_dr2.peers_with_work > 0) {
-        OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
-            if (peer->has_work) {
-                /* An ACK waits for up to two progress calls for a data segment to the
-                 * peer to ride on (a reply, in a ping-pong): then it goes alone. */
-                if (peer->nacks > 0 && mca_pml_dr2.progress_pass - peer->acks_since >= 2) {
-                    mca_pml_dr2_peer_flush_acks(peer);
-                }
-                mca_pml_dr2_peer_push(peer);
-                work++;
+        mca_pml_dr2_peer_t *next;
+        /* a peer leaves the list when its work is done, here or later: only ever itself */
+        for (peer = mca_pml_dr2.work_list; NULL != peer; peer = next) {
+            next = peer->work_next;
+            /* An ACK waits for up to two progress calls for a data segment to the
+             * peer to ride on (a reply, in a ping-pong): then it goes alone. */
+            if (peer->nacks > 0 && mca_pml_dr2.progress_pass - peer->acks_since >= 2) {
+                mca_pml_dr2_peer_flush_acks(peer);
             }
+            mca_pml_dr2_peer_push(peer);
+            work++;
         }
     }
     mca_pml_dr2_leave();

@@ -19,12 +19,12 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "opal/class/opal_hash_table.h"
 #include "opal/class/opal_list.h"
 #include "opal/class/opal_free_list.h"
 #include "opal/mca/threads/mutex.h"
+#include "opal/mca/timer/base/base.h"
 #include "opal/util/output.h"
 
 #include "ompi/communicator/communicator.h"
@@ -49,6 +49,10 @@ BEGIN_C_DECLS
 /* Largest message sent eagerly (complete at buffering). The receiver accepts MATCH
  * messages up to this size from any peer and buffers them when they are unexpected. */
 #define MCA_PML_DR2_EAGER_LIMIT_MAX (1024 * 1024)
+
+/* While timers are armed and none waits to be armed, progress reads the clock on one call
+ * in this many (a power of two). */
+#define MCA_PML_DR2_CLOCK_PASSES 8
 
 /* Pending ACK/NACK entries per peer before a flush is forced. */
 #define MCA_PML_DR2_MAX_PENDING_ACKS 32
@@ -114,10 +118,14 @@ typedef struct mca_pml_dr2_t {
     uint64_t progress_pass;
     size_t timers_armed;      /* vfrags + rendezvous waiting on a timer */
     size_t peers_with_work;   /* peers with ACKs to flush or fragments to send */
+    /* those peers, linked through peer->work_next: progress visits only them, not every
+     * peer of the job */
+    struct mca_pml_dr2_peer_t *work_list;
     opal_free_list_t send_requests;
     opal_free_list_t recv_requests;
     opal_free_list_t txmsgs;  /* mca_pml_dr2_txmsg_t */
     opal_free_list_t vfrags;  /* mca_pml_dr2_vfrag_t */
+    opal_free_list_t rxmsgs;  /* mca_pml_dr2_rxmsg_t */
     uint64_t rng_state;       /* fault injection */
 
     /* ---- teardown (see mca_pml_dr2_del_procs and mca_pml_dr2_finalize) ---- */
@@ -153,12 +161,11 @@ static inline void mca_pml_dr2_leave(void)
     OPAL_THREAD_UNLOCK(&mca_pml_dr2.lock);
 }
 
+/* Open MPI's monotonic microsecond timer: the TSC where it is invariant (a few cycles, no
+ * vDSO call: progress reads it while a process waits for an ACK), clock_gettime otherwise. */
 static inline uint64_t mca_pml_dr2_now_us(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+    return (uint64_t) opal_timer_base_get_usec();
 }
 
 /* ---- module entry points (pml_dr2.c and friends) ---- */

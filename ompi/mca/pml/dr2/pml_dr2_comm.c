@@ -86,7 +86,7 @@ int mca_pml_dr2_add_comm(struct ompi_communicator_t *comm)
         if (msg->ctx != cid) {
             continue;
         }
-        opal_list_remove_item(&mca_pml_dr2.nocomm, &msg->super);
+        opal_list_remove_item(&mca_pml_dr2.nocomm, &msg->super.super);
         if (msg->src < 0 || msg->src >= dcomm->nprocs
             || mca_pml_dr2_comm_peer(comm, msg->src) != msg->peer) {
             mca_pml_dr2.counters.malformed++;
@@ -125,7 +125,7 @@ static void purge_revoked(ompi_communicator_t *comm, opal_list_t *list)
 
     OPAL_LIST_FOREACH_SAFE (msg, next, list, mca_pml_dr2_rxmsg_t) {
         if (tag_revoked(comm, msg->tag)) {
-            opal_list_remove_item(list, &msg->super);
+            opal_list_remove_item(list, &msg->super.super);
             mca_pml_dr2_rxmsg_release(msg);
         }
     }

@@ -18,6 +18,7 @@
 #include "pml_dr2.h"
 #include "pml_dr2_crc.h"
 #include "pml_dr2_inject.h"
+#include "pml_dr2_recvfrag.h"
 #include "pml_dr2_recvreq.h"
 #include "pml_dr2_sendreq.h"
 #include "pml_dr2_vfrag.h"
@@ -303,6 +304,10 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     opal_free_list_init(&m->vfrags, sizeof(mca_pml_dr2_vfrag_t), opal_cache_line_size,
                         OBJ_CLASS(mca_pml_dr2_vfrag_t), 0, opal_cache_line_size, 64,
                         m->free_list_max, 256, NULL, 0, NULL, NULL, NULL);
+    OBJ_CONSTRUCT(&m->rxmsgs, opal_free_list_t);
+    opal_free_list_init(&m->rxmsgs, sizeof(mca_pml_dr2_rxmsg_t), opal_cache_line_size,
+                        OBJ_CLASS(mca_pml_dr2_rxmsg_t), 0, opal_cache_line_size, 16,
+                        m->free_list_max, 64, NULL, 0, NULL, NULL, NULL);
     m->next_deadline_us = UINT64_MAX;
     m->now_us = mca_pml_dr2_now_us();
     m->arm_list = NULL;
@@ -312,6 +317,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     m->closed = false;
     m->timers_armed = 0;
     m->peers_with_work = 0;
+    m->work_list = NULL;
     memset(&m->counters, 0, sizeof(m->counters));
     mca_pml_dr2_inject_seed(m->inject_seed, OMPI_PROC_MY_NAME->vpid);
     initialized = true;
@@ -334,6 +340,7 @@ static int dr2_fini(void)
     OBJ_DESTRUCT(&m->recv_requests);
     OBJ_DESTRUCT(&m->txmsgs);
     OBJ_DESTRUCT(&m->vfrags);
+    OBJ_DESTRUCT(&m->rxmsgs);
     OBJ_DESTRUCT(&m->peer_by_endpoint);
     OBJ_DESTRUCT(&m->peer_by_proc);
     OBJ_DESTRUCT(&m->nocomm);

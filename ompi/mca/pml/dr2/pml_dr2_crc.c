@@ -38,12 +38,18 @@
 typedef uint32_t (*crc32c_update_fn_t)(uint32_t crc, const unsigned char *buf, size_t len);
 typedef uint32_t (*crc32c_copy_fn_t)(uint32_t crc, unsigned char *dst, const unsigned char *src,
                                       size_t len);
+typedef uint32_t (*crc32c_header_fn_t)(const unsigned char *buf, size_t len);
 
 static struct {
     pml_dr2_crc32c_impl_t impl;
     crc32c_update_fn_t update;
     crc32c_copy_fn_t copy;
+    crc32c_header_fn_t header;
 } crc32c_ops;
+
+/* Bytes 4..7 of a header (its checksum field) count as zeros in its CRC. */
+#define CRC32C_HEADER_HOLE_OFF 4
+#define CRC32C_HEADER_HOLE_LEN 4
 
 /* slicing_table[k][b]: the register after byte b followed by k zero bytes, from state 0. */
 static uint32_t slicing_table[8][256];
@@ -144,6 +150,17 @@ static uint32_t portable_copy(uint32_t crc, unsigned char *dst, const unsigned c
         crc = portable_byte(crc, *dst++ = *src++);
     }
     return crc;
+}
+
+/* Raw register in and out, like the other implementations: the caller inverts. */
+static uint32_t portable_header(const unsigned char *p, size_t len)
+{
+    static const unsigned char zeros[CRC32C_HEADER_HOLE_LEN];
+    uint32_t crc = portable_update(~0u, p, CRC32C_HEADER_HOLE_OFF);
+
+    crc = portable_update(crc, zeros, CRC32C_HEADER_HOLE_LEN);
+    return portable_update(crc, p + CRC32C_HEADER_HOLE_OFF + CRC32C_HEADER_HOLE_LEN,
+                           len - CRC32C_HEADER_HOLE_OFF - CRC32C_HEADER_HOLE_LEN);
 }
 
 /* ---- SSE4.2: the crc32 instruction -------------------------------------------------- */
@@ -275,6 +292,16 @@ static SSE42_FN uint32_t sse42_1way_copy(uint32_t crc, unsigned char *dst,
     return sse42_one_stream(crc, dst, src, len, 1);
 }
 
+/* A header is short (20 or 44 bytes): one stream, the first word loaded with its checksum
+ * bytes masked off (x86 is little-endian: bytes 4..7 are the word's high half). */
+static SSE42_FN uint32_t sse42_header(const unsigned char *p, size_t len)
+{
+    uint64_t first = load64(p) & UINT64_C(0x00000000FFFFFFFF);
+    uint32_t crc = (uint32_t) _mm_crc32_u64(~0u, first);
+
+    return sse42_one_stream(crc, NULL, p + 8, len - 8, 0);
+}
+
 static SSE42_FN uint32_t sse42_update(uint32_t crc, const unsigned char *buf, size_t len)
 {
     return sse42_interleaved(crc, NULL, buf, len, 0);
@@ -400,6 +427,7 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
     case PML_DR2_CRC32C_PORTABLE:
         crc32c_ops.update = portable_update;
         crc32c_ops.copy = portable_copy;
+        crc32c_ops.header = portable_header;
         break;
 #ifdef PML_DR2_CRC_HAVE_SSE42
     case PML_DR2_CRC32C_SSE42_1WAY:
@@ -408,6 +436,7 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
         }
         crc32c_ops.update = sse42_1way_update;
         crc32c_ops.copy = sse42_1way_copy;
+        crc32c_ops.header = sse42_header;
         break;
     case PML_DR2_CRC32C_SSE42:
         if (!cpu_has_sse42()) {
@@ -415,6 +444,7 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
         }
         crc32c_ops.update = sse42_update;
         crc32c_ops.copy = sse42_copy;
+        crc32c_ops.header = sse42_header;
         break;
 #endif /* PML_DR2_CRC_HAVE_SSE42 */
     default:
@@ -472,4 +502,9 @@ uint32_t pml_dr2_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t le
         return crc;
     }
     return ~crc32c_ops.copy(~crc, dst, src, len);
+}
+
+uint32_t pml_dr2_crc32c_header(const void *buf, size_t len)
+{
+    return ~crc32c_ops.header(buf, len);
 }

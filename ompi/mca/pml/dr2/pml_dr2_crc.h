@@ -44,6 +44,12 @@ uint32_t pml_dr2_crc32c(uint32_t crc, const void *buf, size_t len);
  * them, reading each byte of `src` once. Writes exactly dst[0 .. len-1]. */
 uint32_t pml_dr2_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
 
+/* CRC32C of a dr2 header: the `len` bytes at `buf` (len >= 8) with bytes 4..7, where the
+ * header keeps its own checksum, read as zeros; `buf` is never written. Equal to
+ * pml_dr2_crc32c(PML_DR2_CRC32C_INIT, copy, len) over a copy whose bytes 4..7 are zero, but
+ * without the copy: it runs twice per fragment (send and receive), on the latency path. */
+uint32_t pml_dr2_crc32c_header(const void *buf, size_t len);
+
 /* Use implementation `impl` from now on. Returns 0, or -1 (and changes nothing) if this
  * CPU or build cannot run it. Not thread safe: call it only while no other thread
  * computes a CRC (component open, tests). The AUTO choice is made at load time. */

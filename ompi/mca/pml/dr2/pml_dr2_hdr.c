@@ -127,15 +127,13 @@ static inline int32_t get_i32(const unsigned char *p)
     return u <= INT32_MAX ? (int32_t) u : (int32_t) (u - 0x80000000u) - INT32_MAX - 1;
 }
 
-/* CRC32C of the hdr_len header bytes with the hdr_crc field taken as zero. Works on a copy
- * so that the received buffer is never written. */
-static uint32_t header_crc(const unsigned char *p, size_t hdr_len)
+/* CRC32C of the hdr_len header bytes with the hdr_crc field taken as zero; the received
+ * buffer is never written (pml_dr2_crc32c_header skips the field in place, no copy). */
+static inline uint32_t header_crc(const unsigned char *p, size_t hdr_len)
 {
-    unsigned char copy[PML_DR2_HDR_MAX_LEN];
-
-    memcpy(copy, p, hdr_len);
-    put_u32(copy + OFF_HDR_CRC, 0);
-    return pml_dr2_crc32c(PML_DR2_CRC32C_INIT, copy, hdr_len);
+    _Static_assert(OFF_HDR_CRC == 4 && PML_DR2_HDR_COMMON_LEN == 8,
+                   "pml_dr2_crc32c_header expects the checksum in bytes 4..7");
+    return pml_dr2_crc32c_header(p, hdr_len);
 }
 
 /* ---- field checks, shared by encode and decode -------------------------------------- */

@@ -4,6 +4,7 @@
  */
 #include "ompi_config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ompi/mca/bml/base/base.h"
@@ -27,8 +28,8 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_await_match, opal_list_t);
-    OBJ_CONSTRUCT(&peer->tx_vfrags, opal_hash_table_t);
-    opal_hash_table_init(&peer->tx_vfrags, 256);
+    /* the window is a registered parameter, checked before any peer exists */
+    peer->tx_slots = calloc(mca_pml_dr2.window, sizeof(*peer->tx_slots));
     peer->tx_pending = 0;
     peer->srtt_us = peer->rttvar_us = 0;
     peer->rto_us = mca_pml_dr2.ack_timeout_us;
@@ -46,6 +47,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->on_arm_list = false;
     peer->arm_next = NULL;
     peer->has_work = false;
+    peer->work_prev = peer->work_next = NULL;
 }
 
 static void peer_destruct(mca_pml_dr2_peer_t *peer)
@@ -53,7 +55,7 @@ static void peer_destruct(mca_pml_dr2_peer_t *peer)
     OBJ_DESTRUCT(&peer->tx_unacked);
     OBJ_DESTRUCT(&peer->tx_blocked);
     OBJ_DESTRUCT(&peer->tx_await_match);
-    OBJ_DESTRUCT(&peer->tx_vfrags);
+    free(peer->tx_slots);
     OBJ_DESTRUCT(&peer->rx_vfrags);
     OBJ_DESTRUCT(&peer->rx_msgs);
 }
@@ -95,6 +97,10 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
     }
     peer = OBJ_NEW(mca_pml_dr2_peer_t);
     if (NULL == peer) {
+        return NULL;
+    }
+    if (NULL == peer->tx_slots) {
+        OBJ_RELEASE(peer);
         return NULL;
     }
     OBJ_RETAIN(proc);
@@ -148,17 +154,39 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_lookup_endpoint(struct mca_btl_base_endpoin
     return NULL;
 }
 
-void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
+static void work_list_add(mca_pml_dr2_peer_t *peer)
 {
-    bool work = peer->nacks > 0 || peer->tx_pending > 0;
+    peer->work_prev = NULL;
+    peer->work_next = mca_pml_dr2.work_list;
+    if (NULL != peer->work_next) {
+        peer->work_next->work_prev = peer;
+    }
+    mca_pml_dr2.work_list = peer;
+    peer->has_work = true;
+    mca_pml_dr2.peers_with_work++;
+}
 
-    if (work != peer->has_work) {
-        peer->has_work = work;
-        if (work) {
-            mca_pml_dr2.peers_with_work++;
-        } else {
-            mca_pml_dr2.peers_with_work--;
-        }
+static void work_list_remove(mca_pml_dr2_peer_t *peer)
+{
+    if (NULL != peer->work_prev) {
+        peer->work_prev->work_next = peer->work_next;
+    } else {
+        mca_pml_dr2.work_list = peer->work_next;
+    }
+    if (NULL != peer->work_next) {
+        peer->work_next->work_prev = peer->work_prev;
+    }
+    peer->work_prev = peer->work_next = NULL;
+    peer->has_work = false;
+    mca_pml_dr2.peers_with_work--;
+}
+
+void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work)
+{
+    if (work) {
+        work_list_add(peer);
+    } else {
+        work_list_remove(peer);
     }
 }
 
@@ -257,7 +285,66 @@ static int btl_send_copy(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     return btl_send(peer, bml_btl, des);
 }
 
-int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
+/* Fault injection between dr2 and the BTL, on a segment about to be sent: false if it is
+ * to be dropped (lost on the way); may send an intact duplicate first, may flip one bit. */
+static bool inject_faults(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
+                          unsigned char *buf, size_t len)
+{
+    if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_drop)) {
+        mca_pml_dr2.counters.injected_drop++;
+        return false;
+    }
+    if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_dup)) {
+        /* the duplicate is an intact copy; the original may still be corrupted */
+        if (OMPI_SUCCESS == btl_send_copy(peer, bml_btl, buf, len)) {
+            mca_pml_dr2.counters.injected_dup++;
+        }
+    }
+    if (len > 0 && mca_pml_dr2_inject_roll(mca_pml_dr2.inject_corrupt)) {
+        uint64_t bit = mca_pml_dr2_inject_next() % (len * 8);
+        buf[bit / 8] ^= (unsigned char) (1u << (bit % 8));
+        mca_pml_dr2.counters.injected_corrupt++;
+    }
+    return true;
+}
+
+/* Small segments go by the BTL's immediate send (ob1 does the same for small eager
+ * messages): built on the stack and copied once by the BTL (btl/sm: into the receiver's
+ * fast box, which it polls more cheaply than its FIFO), with no descriptor to allocate and
+ * no completion callback. Nothing is lost for reliability: every fragment's data stays in
+ * its message until acknowledged, and a resend rebuilds the segment from there. Up to one
+ * small eager message with its header and a few piggybacked ACKs. */
+#define MCA_PML_DR2_SENDI_MAX 1280
+
+static int send_segment_immediate(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
+                                  size_t len, mca_pml_dr2_fill_fn_t fill, void *ctx)
+{
+    unsigned char buf[MCA_PML_DR2_SENDI_MAX];
+    mca_btl_base_descriptor_t *des = NULL;
+    int rc;
+
+    len = fill(ctx, buf, len);
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
+        return OMPI_SUCCESS;
+    }
+    rc = mca_bml_base_sendi(bml_btl, NULL, buf, len, 0, MCA_BTL_NO_ORDER,
+                            MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
+                            MCA_PML_DR2_BTL_TAG, &des);
+    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+        return OMPI_SUCCESS;
+    }
+    if (NULL != des) {
+        mca_bml_base_free(bml_btl, des); /* built but not queued: ours to release */
+    }
+    /* not taken now (the BTL is busy): the ordinary path, which queues or says "later" */
+    rc = btl_send_copy(peer, bml_btl, buf, len);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
                                   mca_pml_dr2_fill_fn_t fill, void *ctx)
 {
     mca_bml_base_btl_t *bml_btl;
@@ -269,6 +356,10 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
         return OMPI_ERR_UNREACH;
     }
     bml_btl = peer_btl(peer);
+    if (may_overtake && len <= MCA_PML_DR2_SENDI_MAX && NULL != bml_btl->btl->btl_sendi
+        && len <= bml_btl->btl->btl_eager_limit) {
+        return send_segment_immediate(peer, bml_btl, len, fill, ctx);
+    }
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (OPAL_UNLIKELY(NULL == des)) {
@@ -279,23 +370,9 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
     des->des_segments->seg_len = len;
 
     /* Fault injection: one predictable branch when off. */
-    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled)) {
-        if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_drop)) {
-            mca_pml_dr2.counters.injected_drop++;
-            mca_bml_base_free(bml_btl, des);
-            return OMPI_SUCCESS; /* lost on the way */
-        }
-        if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_dup)) {
-            /* the duplicate is an intact copy; the original may still be corrupted */
-            if (OMPI_SUCCESS == btl_send_copy(peer, bml_btl, buf, len)) {
-                mca_pml_dr2.counters.injected_dup++;
-            }
-        }
-        if (len > 0 && mca_pml_dr2_inject_roll(mca_pml_dr2.inject_corrupt)) {
-            uint64_t bit = mca_pml_dr2_inject_next() % (len * 8);
-            buf[bit / 8] ^= (unsigned char) (1u << (bit % 8));
-            mca_pml_dr2.counters.injected_corrupt++;
-        }
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
+        mca_bml_base_free(bml_btl, des);
+        return OMPI_SUCCESS; /* lost on the way */
     }
 
     rc = btl_send(peer, bml_btl, des);
@@ -409,7 +486,7 @@ void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer)
             ctx.count = (int) per_segment;
         }
         if (OMPI_SUCCESS
-            != mca_pml_dr2_peer_send_segment(peer, (size_t) ctx.count * PML_DR2_HDR_ACK_LEN,
+            != mca_pml_dr2_peer_send_segment(peer, (size_t) ctx.count * PML_DR2_HDR_ACK_LEN, true,
                                              fill_acks, &ctx)) {
             break; /* keep the rest for the next progress call */
         }
@@ -470,8 +547,7 @@ void mca_pml_dr2_peer_release(mca_pml_dr2_peer_t *peer)
         node = NULL;
     }
     if (peer->has_work) {
-        peer->has_work = false;
-        mca_pml_dr2.peers_with_work--;
+        work_list_remove(peer);
     }
     peer->nacks = 0;
 }

@@ -40,7 +40,11 @@ typedef struct mca_pml_dr2_peer_t {
     size_t tx_pending;         /* vfrags in tx_unacked with fragments waiting to be sent */
     opal_list_t tx_blocked;    /* mca_pml_dr2_txmsg_t waiting for window space */
     opal_list_t tx_await_match;/* rendezvous delivered, waiting for the receiver's match */
-    opal_hash_table_t tx_vfrags; /* id -> vfrag, for ACK lookup */
+    /* id -> vfrag, for ACK lookup: slot id % window. The window check before every new
+     * vfrag keeps the ids in flight within one window of each other, so no two share a
+     * slot; an ACK for an id no longer in flight finds a slot that is empty or holds
+     * another id. Cheaper than a hash table on the path of every ACK. */
+    struct mca_pml_dr2_vfrag_t **tx_slots;
     uint32_t srtt_us, rttvar_us, rto_us; /* RFC 6298 estimator */
     bool has_rtt;
 
@@ -57,7 +61,8 @@ typedef struct mca_pml_dr2_peer_t {
     uint32_t to_arm;     /* vfrags in tx_unacked with deadline 0 (to be armed) */
     bool on_arm_list;
     struct mca_pml_dr2_peer_t *arm_next;
-    bool has_work; /* counted in mca_pml_dr2.peers_with_work */
+    bool has_work; /* on mca_pml_dr2.work_list, counted in mca_pml_dr2.peers_with_work */
+    struct mca_pml_dr2_peer_t *work_prev, *work_next;
 } mca_pml_dr2_peer_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_peer_t);
@@ -97,16 +102,31 @@ static inline void mca_pml_dr2_peer_need_arming(mca_pml_dr2_peer_t *peer)
     }
 }
 
-/* Mark/unmark the peer as having work for the progress loop. */
-void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer);
+/* Put the peer on, or take it off, the progress loop's list of peers with work. */
+void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work);
+
+/* Mark/unmark the peer as having work for the progress loop. Called after every change of
+ * its ACK queue or pending fragments: inline, since the state rarely changes. */
+static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
+{
+    bool work = peer->nacks > 0 || peer->tx_pending > 0;
+
+    if (work != peer->has_work) {
+        mca_pml_dr2_peer_work_changed(peer, work);
+    }
+}
 
 /* RTT sample (Karn: only from ACKs of fragments never resent). */
 void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us);
 
 /* Send one segment of `len` bytes that `fill` writes into, on the peer's eager BTL.
+ * `may_overtake`: the segment may arrive before segments sent earlier (ACKs; the only
+ * fragment of its vfrag): then a small one may take the BTL's immediate send, which on
+ * btl/sm is a different queue (fragments of one vfrag must keep their order: a gap below
+ * the highest fragment received is taken as a loss, see mca_pml_dr2_vfrag_ack).
  * Returns OMPI_SUCCESS, OMPI_ERR_OUT_OF_RESOURCE (try again later) or an error. */
 typedef size_t (*mca_pml_dr2_fill_fn_t)(void *ctx, unsigned char *buf, size_t len);
-int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len,
+int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
                                   mca_pml_dr2_fill_fn_t fill, void *ctx);
 
 /* Largest fragment payload towards this peer. */

@@ -23,6 +23,7 @@
 
 static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
 {
+    msg->refs = 1;
     msg->peer = NULL;
     msg->buf = NULL;
     msg->req = NULL;
@@ -33,7 +34,30 @@ static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
     msg->sync = false;
 }
 
-OBJ_CLASS_INSTANCE(mca_pml_dr2_rxmsg_t, opal_list_item_t, rxmsg_construct, NULL);
+OBJ_CLASS_INSTANCE(mca_pml_dr2_rxmsg_t, opal_free_list_item_t, rxmsg_construct, NULL);
+
+mca_pml_dr2_rxmsg_t *mca_pml_dr2_rxmsg_alloc(void)
+{
+    mca_pml_dr2_rxmsg_t *msg = (mca_pml_dr2_rxmsg_t *) opal_free_list_get_st(&mca_pml_dr2.rxmsgs);
+
+    if (OPAL_LIKELY(NULL != msg)) {
+        rxmsg_construct(msg); /* a recycled one keeps its last state */
+    }
+    return msg;
+}
+
+static inline void rxmsg_hold(mca_pml_dr2_rxmsg_t *msg)
+{
+    msg->refs++;
+}
+
+/* Drop a reference; the last one gives the object back to the free list. */
+static inline void rxmsg_put(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (0 == --msg->refs) {
+        opal_free_list_return_st(&mca_pml_dr2.rxmsgs, &msg->super);
+    }
+}
 
 /* While the first fragment of a new message is being placed, its request must not
  * complete under our feet (the message would be freed while still in use). */
@@ -47,7 +71,7 @@ void mca_pml_dr2_rxmsg_release(mca_pml_dr2_rxmsg_t *msg)
     }
     free(msg->buf);
     msg->buf = NULL;
-    OBJ_RELEASE(msg);
+    rxmsg_put(msg);
 }
 
 void mca_pml_dr2_rxmsg_send_matched(mca_pml_dr2_rxmsg_t *msg)
@@ -118,7 +142,7 @@ static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
             return;
         }
     }
-    opal_list_append(&dcomm->unexpected, &msg->super);
+    opal_list_append(&dcomm->unexpected, &msg->super.super);
 }
 
 void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
@@ -143,11 +167,11 @@ void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *m
                 return;
             }
             if (other_ahead > ahead) {
-                opal_list_insert_pos(&cp->out_of_order, &other->super, &msg->super);
+                opal_list_insert_pos(&cp->out_of_order, &other->super.super, &msg->super.super);
                 return;
             }
         }
-        opal_list_append(&cp->out_of_order, &msg->super);
+        opal_list_append(&cp->out_of_order, &msg->super.super);
         return;
     }
     match_one(comm, msg);
@@ -274,10 +298,28 @@ static mca_pml_dr2_rxmsg_t *rxmsg_lookup(mca_pml_dr2_peer_t *peer, uint32_t msg_
     return msg;
 }
 
+/* A message is found by id (peer->rx_msgs) while fragments of it may still come. */
+static void rxmsg_index(mca_pml_dr2_rxmsg_t *msg)
+{
+    opal_hash_table_set_value_uint32(&msg->peer->rx_msgs, msg->msg_id, msg);
+    msg->in_hash = true;
+}
+
+/* Still held by the protocol, besides handle_match's own hold (see rxmsg_hold). */
+static inline bool rxmsg_alive(const mca_pml_dr2_rxmsg_t *msg)
+{
+    return msg->refs > 1;
+}
+
 static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                          const unsigned char *payload)
 {
     bool rndv = PML_DR2_HDR_RNDV == hdr->type;
+    /* An eager message that this one fragment holds entirely (every small message) is
+     * only indexed by id if that fragment turns out corrupt: nothing else of it can come,
+     * a copy of its intact fragment is a duplicate for the window, and most are received
+     * at once. That saves a hash insertion and removal per small message. */
+    bool whole = !rndv && hdr->frag_len == hdr->match.msg_len;
     mca_pml_dr2_rxmsg_t *msg = rxmsg_lookup(peer, pml_dr2_rx_msg_key(hdr));
     pml_dr2_rx_msg_view_t view;
     pml_dr2_rx_decision_t d;
@@ -313,7 +355,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                     hdr->match.ctx, hdr->match.src);
         return;
     }
-    msg = OBJ_NEW(mca_pml_dr2_rxmsg_t);
+    msg = mca_pml_dr2_rxmsg_alloc();
     if (NULL == msg) {
         return;
     }
@@ -326,14 +368,15 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     msg->sync = 0 != (hdr->flags & PML_DR2_HDR_FLAG_SYNC);
     msg->msg_id = id;
     msg->msg_len = hdr->match.msg_len;
-    opal_hash_table_set_value_uint32(&peer->rx_msgs, id, msg);
-    msg->in_hash = true;
+    if (!whole) {
+        rxmsg_index(msg);
+    }
     if (rndv) {
         /* its vfrag (the RNDV alone) is complete */
         (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
     }
 
-    OBJ_RETAIN(msg); /* matching may complete and release it; we still use it below */
+    rxmsg_hold(msg); /* matching may complete and release it; we still use it below */
     delivering = msg;
     if (NULL != comm && NULL != comm->c_pml_comm) {
         mca_pml_dr2_rxmsg_deliver(comm, msg);
@@ -345,13 +388,13 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
         if (!rndv && msg->msg_len > 0 && NULL == msg->buf) {
             delivering = NULL;
             mca_pml_dr2_rxmsg_release(msg);
-            OBJ_RELEASE(msg);
+            rxmsg_put(msg);
             return;
         }
-        opal_list_append(&mca_pml_dr2.nocomm, &msg->super);
+        opal_list_append(&mca_pml_dr2.nocomm, &msg->super.super);
     }
     delivering = NULL;
-    if (msg->in_hash) { /* still alive (not dropped by a revoke) */
+    if (rxmsg_alive(msg)) { /* not dropped by a revoke */
         if (rndv) {
             if (NULL == msg->req) {
                 mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
@@ -360,12 +403,15 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
         } else {
             pml_dr2_rx_new_msg_accept(&d);
             deliver_fragment(peer, msg, &d, payload, hdr);
-            if (msg->in_hash) {
+            if (rxmsg_alive(msg)) {
+                if (whole && msg->bytes_received < msg->msg_len) {
+                    rxmsg_index(msg); /* its fragment was corrupt: the resend must find it */
+                }
                 mca_pml_dr2_rxmsg_try_complete(msg);
             }
         }
     }
-    OBJ_RELEASE(msg);
+    rxmsg_put(msg);
 }
 
 static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,

@@ -20,7 +20,9 @@ BEGIN_C_DECLS
 struct mca_pml_dr2_recv_request_t;
 
 typedef struct mca_pml_dr2_rxmsg_t {
-    opal_list_item_t super; /* on an unexpected, out-of-order or no-communicator list */
+    opal_free_list_item_t super; /* from mca_pml_dr2.rxmsgs; on an unexpected,
+                                  * out-of-order or no-communicator list */
+    int refs; /* the protocol's reference, plus one while handle_match works on it */
     mca_pml_dr2_peer_t *peer;
     uint32_t ctx;
     int32_t src;
@@ -59,6 +61,10 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
 
 /* Try to match an incoming message (in sequence order) on its communicator. */
 void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg);
+
+/* A message object from the free list (lock held), initialised, one reference; NULL if
+ * out of memory. */
+mca_pml_dr2_rxmsg_t *mca_pml_dr2_rxmsg_alloc(void);
 
 /* The receive bound to an rxmsg completes, or the message is abandoned: drop it from the
  * peer's tables and free it. */

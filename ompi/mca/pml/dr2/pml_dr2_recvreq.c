@@ -225,7 +225,7 @@ int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req)
     }
     OPAL_LIST_FOREACH (msg, &dcomm->unexpected, mca_pml_dr2_rxmsg_t) {
         if (mca_pml_dr2_tag_matches(base->req_peer, base->req_tag, msg->src, msg->tag)) {
-            opal_list_remove_item(&dcomm->unexpected, &msg->super);
+            opal_list_remove_item(&dcomm->unexpected, &msg->super.super);
             mca_pml_dr2_recv_request_matched(req, msg);
             return OMPI_SUCCESS;
         }
@@ -299,8 +299,9 @@ static int wait_recv(ompi_request_t *request, ompi_status_public_t *status)
         request->req_status.MPI_ERROR = rc;
     }
     if (MPI_STATUS_IGNORE != status) {
+        /* MPI_ERROR stays as the caller left it: a single-completion call returns its
+         * error (MPI 4.0 section 3.2.5; MPICH's pt2pt/mprobe checks it, ob1 does the same) */
         OMPI_COPY_STATUS(status, request->req_status, false);
-        status->MPI_ERROR = rc;
     }
     ompi_request_free(&request);
     return rc;
@@ -373,7 +374,8 @@ static void probe_status(mca_pml_dr2_rxmsg_t *msg, ompi_status_public_t *status)
     if (MPI_STATUS_IGNORE != status) {
         status->MPI_SOURCE = msg->src;
         status->MPI_TAG = msg->tag;
-        status->MPI_ERROR = MPI_SUCCESS;
+        /* MPI_ERROR is not set by (m)probe: it stays as the caller left it (MPI 4.0
+         * section 3.2.5), as with ob1 */
         status->_ucount = msg->msg_len;
         status->_cancelled = 0;
     }
@@ -421,7 +423,7 @@ static int do_improbe(int src, int tag, ompi_communicator_t *comm, int *matched,
             }
             /* take it out of matching: only an MPI_(I)mrecv on this handle receives it */
             opal_list_remove_item(&((mca_pml_dr2_comm_t *) comm->c_pml_comm)->unexpected,
-                                  &msg->super);
+                                  &msg->super.super);
             msg->matched = true;
             m->comm = comm;
             m->req_ptr = msg;

@@ -111,6 +111,21 @@ static void pack_all(mca_pml_dr2_send_request_t *req, void *dst, size_t len)
     opal_convertor_pack(&req->req_send.req_base.req_convertor, &iov, &iov_count, &max_data);
 }
 
+/* The matching envelope of a new message to rank `dst` of comm: takes the next sequence
+ * number towards that rank. */
+static void txmsg_set_envelope(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_peer_t *peer,
+                               ompi_communicator_t *comm, mca_pml_dr2_comm_t *dcomm, int dst,
+                               int tag, size_t len)
+{
+    msg->peer = peer;
+    msg->ctx = ompi_comm_get_local_cid(comm);
+    msg->src = comm->c_my_rank;
+    msg->tag = tag;
+    msg->seq = dcomm->procs[dst].send_seq++;
+    msg->msg_len = len;
+    msg->frag_len = mca_pml_dr2_peer_max_payload(peer);
+}
+
 int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
 {
     mca_pml_base_request_t *base = &sendreq->req_send.req_base;
@@ -187,13 +202,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
         }
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    msg->peer = peer;
-    msg->ctx = ompi_comm_get_local_cid(comm);
-    msg->src = comm->c_my_rank;
-    msg->tag = base->req_tag;
-    msg->seq = dcomm->procs[base->req_peer].send_seq++;
-    msg->msg_len = len;
-    msg->frag_len = mca_pml_dr2_peer_max_payload(peer);
+    txmsg_set_envelope(msg, peer, comm, dcomm, base->req_peer, base->req_tag, len);
     if (complete_now && NULL == copy && len > 0) {
         /* small eager message: the copy lives in the message itself */
         copy = msg->inline_data;
@@ -297,11 +306,64 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
     return OMPI_SUCCESS;
 }
 
+/* MPI_Send of a small contiguous message in standard or ready mode, without a request (as
+ * ob1's inline send): the message object takes its copy at once, exactly as an eager send
+ * request would, and keeps it until acknowledged; the send is complete on return, as an
+ * eager request is at that point. Anything unusual (a failed peer, a revoked communicator,
+ * a datatype to pack, no message object) is left to the general path, which reports it:
+ * OMPI_ERR_NOT_AVAILABLE then. */
+static int send_small_without_request(const void *buf, size_t count, ompi_datatype_t *datatype,
+                                      int dst, int tag, mca_pml_base_send_mode_t mode,
+                                      ompi_communicator_t *comm)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    mca_pml_dr2_peer_t *peer;
+    mca_pml_dr2_txmsg_t *msg;
+    size_t len;
+
+#if OPAL_ENABLE_HETEROGENEOUS_SUPPORT
+    return OMPI_ERR_NOT_AVAILABLE; /* the data may need converting: the convertor's job */
+#endif
+    if (MCA_PML_BASE_SEND_SYNCHRONOUS == mode || MCA_PML_BASE_SEND_BUFFERED == mode
+        || NULL == dcomm || dst < 0 || dst >= dcomm->nprocs
+        || !ompi_datatype_is_contiguous_memory_layout(datatype, count)) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    len = datatype->super.size * count;
+    if (len > MCA_PML_DR2_INLINE_MAX || len > mca_pml_dr2.eager_limit
+        || ompi_comm_is_revoked(comm) || ompi_comm_coll_revoked(comm)
+        || !ompi_comm_is_proc_active(comm, dst, OMPI_COMM_IS_INTER(comm))) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    mca_pml_dr2_enter();
+    peer = mca_pml_dr2_comm_peer(comm, dst);
+    if (NULL == peer || peer->failed || NULL == (msg = mca_pml_dr2_txmsg_alloc())) {
+        mca_pml_dr2_leave();
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    txmsg_set_envelope(msg, peer, comm, dcomm, dst, tag, len);
+    if (len > 0) {
+        memcpy(msg->inline_data, (const char *) buf + datatype->super.true_lb, len);
+        msg->contig = msg->inline_data;
+        msg->owned = msg->inline_data;
+        msg->own = MCA_PML_DR2_OWN_INLINE;
+    }
+    msg->rndv = false;
+    mca_pml_dr2_txmsg_start(msg);
+    mca_pml_dr2_leave();
+    return OMPI_SUCCESS;
+}
+
 int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
 {
     ompi_request_t *request = NULL;
     int rc;
+
+    rc = send_small_without_request(buf, count, datatype, dst, tag, mode, comm);
+    if (OMPI_ERR_NOT_AVAILABLE != rc) {
+        return rc;
+    }
 
     rc = mca_pml_dr2_isend(buf, count, datatype, dst, tag, mode, comm, &request);
     if (OMPI_SUCCESS != rc) {

@@ -3,6 +3,7 @@
  */
 #include "ompi_config.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "ompi/mca/pml/base/pml_base_bsend.h"
@@ -53,6 +54,30 @@ static inline void txmsg_free(mca_pml_dr2_txmsg_t *msg)
 static inline void vfrag_free(mca_pml_dr2_vfrag_t *v)
 {
     opal_free_list_return_st(&mca_pml_dr2.vfrags, &v->super);
+}
+
+/* ---- vfrags in flight by id (peer->tx_slots) ----------------------------------------- */
+
+static inline mca_pml_dr2_vfrag_t **vfrag_slot(mca_pml_dr2_peer_t *peer, uint32_t id)
+{
+    return &peer->tx_slots[id & (mca_pml_dr2.window - 1)];
+}
+
+static inline void vfrag_index(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    mca_pml_dr2_vfrag_t **slot = vfrag_slot(peer, v->id);
+
+    assert(NULL == *slot); /* the window check keeps ids in flight apart */
+    *slot = v;
+}
+
+static inline void vfrag_unindex(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    mca_pml_dr2_vfrag_t **slot = vfrag_slot(peer, v->id);
+
+    if (*slot == v) {
+        *slot = NULL;
+    }
 }
 
 /* ---- timers -------------------------------------------------------------------------- */
@@ -185,7 +210,7 @@ static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v,
             len += (size_t) ctx.acks * PML_DR2_HDR_ACK_LEN;
         }
     }
-    rc = mca_pml_dr2_peer_send_segment(peer, len, fill_fragment, &ctx);
+    rc = mca_pml_dr2_peer_send_segment(peer, len, 1 == v->nfrags, fill_fragment, &ctx);
     if (OMPI_SUCCESS == rc) {
         mca_pml_dr2.counters.frags_sent++;
         if (ctx.acks > 0) {
@@ -235,7 +260,7 @@ static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
     v->retries = 0;
     v->retransmitted = false;
     opal_list_append(&peer->tx_unacked, &v->super.super);
-    opal_hash_table_set_value_uint32(&peer->tx_vfrags, v->id, v);
+    vfrag_index(peer, v);
     msg->vfrags_live++;
     peer->tx_pending++;
     mca_pml_dr2.timers_armed++;
@@ -385,7 +410,7 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
     mca_pml_dr2_peer_t *peer = msg->peer;
 
     opal_list_remove_item(&peer->tx_unacked, &v->super.super);
-    opal_hash_table_remove_value_uint32(&peer->tx_vfrags, v->id);
+    vfrag_unindex(peer, v);
     if (0 != v->pending) {
         peer->tx_pending--;
     }
@@ -474,12 +499,9 @@ void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer)
 
 static mca_pml_dr2_vfrag_t *vfrag_lookup(mca_pml_dr2_peer_t *peer, uint32_t id)
 {
-    void *v = NULL;
+    mca_pml_dr2_vfrag_t *v = *vfrag_slot(peer, id);
 
-    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->tx_vfrags, id, &v)) {
-        return NULL;
-    }
-    return v;
+    return NULL != v && v->id == id ? v : NULL;
 }
 
 void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
@@ -695,7 +717,7 @@ void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
             continue;
         }
         opal_list_remove_item(&peer->tx_unacked, &v->super.super);
-        opal_hash_table_remove_value_uint32(&peer->tx_vfrags, v->id);
+        vfrag_unindex(peer, v);
         if (0 != v->pending) {
             peer->tx_pending--;
         }

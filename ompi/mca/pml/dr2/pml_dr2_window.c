@@ -99,7 +99,10 @@ pml_dr2_window_verdict_t pml_dr2_window_check_and_mark(pml_dr2_window_t *win, ui
         }
         return verdict;
     }
-    if (ahead >= win->size) {
+    if (ahead == 1 && win->size > 1) {
+        /* the next id, the usual case: its slot is the only one to forget, and it is
+         * marked right below anyway */
+    } else if (ahead >= win->size) {
         memset(win->marked, 0, sizeof(win->marked)); /* a jump past the whole window */
     } else {
         clear_after_top(win, ahead);
