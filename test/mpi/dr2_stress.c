@@ -85,36 +85,6 @@ typedef struct {
     int peer, k;
 } slot_t;
 
-/* MPI_T counters count from the moment a handle is allocated: allocate them all before
- * the traffic, read them after. */
-static const char *const counter_names[] = {"pml_dr2_injected_drop", "pml_dr2_injected_corrupt",
-                                            "pml_dr2_injected_dup", "pml_dr2_retransmits"};
-#define NCOUNTERS 4
-static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
-static MPI_T_pvar_handle handles[NCOUNTERS];
-static int have_handle[NCOUNTERS];
-
-static void counters_start(void)
-{
-    MPI_T_pvar_session_create(&session);
-    for (int i = 0; i < NCOUNTERS; i++) {
-        int index, count;
-        have_handle[i] = MPI_SUCCESS == MPI_T_pvar_get_index(counter_names[i], MPI_T_PVAR_CLASS_COUNTER, &index)
-                         && MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count);
-    }
-}
-
-static long counter(int i)
-{
-    unsigned long value = 0;
-
-    if (!have_handle[i]) {
-        return 0;
-    }
-    MPI_T_pvar_read(session, handles[i], &value);
-    return (long) value;
-}
-
 int main(int argc, char **argv)
 {
     int iters, expect_faults;
@@ -123,7 +93,7 @@ int main(int argc, char **argv)
     mt_init(&argc, &argv, "dr2_stress");
     iters = argc > 1 ? atoi(argv[1]) : 40;
     expect_faults = argc > 2 && 0 == strcmp(argv[2], "expect-faults");
-    counters_start();
+    mt_dr2_counters_start();
 
     for (int iter = 0; iter < iters; iter++) {
         int nsend = 0, nrecv = 0;
@@ -228,8 +198,8 @@ int main(int argc, char **argv)
     }
 
     {
-        long injected = counter(0) + counter(1) + counter(2);
-        long repaired = counter(3);
+        long injected = mt_dr2_injected();
+        long repaired = mt_dr2_resent();
         long all_injected = 0, all_repaired = 0;
         MPI_Reduce(&injected, &all_injected, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
         MPI_Reduce(&repaired, &all_repaired, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -244,11 +214,6 @@ int main(int argc, char **argv)
             }
         }
     }
-    for (int i = 0; i < NCOUNTERS; i++) {
-        if (have_handle[i]) {
-            MPI_T_pvar_handle_free(session, &handles[i]);
-        }
-    }
-    MPI_T_pvar_session_free(&session);
+    mt_dr2_counters_stop();
     return mt_finish();
 }

@@ -419,33 +419,6 @@ static void phase_shared(int t, int round)
     free(sr);
 }
 
-/* pml/dr2's MPI_T counters (as dr2_stress): allocated before the traffic, read after. */
-static const char *const counter_names[] = {"pml_dr2_injected_drop", "pml_dr2_injected_corrupt",
-                                            "pml_dr2_injected_dup", "pml_dr2_retransmits"};
-#define NCOUNTERS 4
-static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
-static MPI_T_pvar_handle handles[NCOUNTERS];
-static int have_handle[NCOUNTERS];
-
-static void counters_start(void)
-{
-    MPI_T_pvar_session_create(&session);
-    for (int i = 0; i < NCOUNTERS; i++) {
-        int index, count;
-        have_handle[i] = MPI_SUCCESS == MPI_T_pvar_get_index(counter_names[i], MPI_T_PVAR_CLASS_COUNTER, &index)
-                         && MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count);
-    }
-}
-
-static long counter(int i)
-{
-    unsigned long value = 0;
-    if (have_handle[i]) {
-        MPI_T_pvar_read(session, handles[i], &value);
-    }
-    return (long) value;
-}
-
 static void *thread_main(void *arg)
 {
     int t = (int) (intptr_t) arg;
@@ -477,7 +450,7 @@ int main(int argc, char **argv)
     }
     shared_seen = calloc((size_t) rounds * mt_size * nthreads, sizeof(int));
 
-    counters_start();
+    mt_dr2_counters_start();
     pthread_t *th = xcalloc(nthreads, sizeof(pthread_t));
     for (int t = 0; t < nthreads; t++) {
         pthread_create(&th[t], NULL, thread_main, (void *) (intptr_t) t);
@@ -500,7 +473,7 @@ int main(int argc, char **argv)
     free(thread_comms);
     free(shared_seen);
     free(th);
-    long injected = counter(0) + counter(1) + counter(2), resent = counter(3);
+    long injected = mt_dr2_injected(), resent = mt_dr2_resent();
     long all_injected = 0, all_resent = 0;
     MPI_Reduce(&injected, &all_injected, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&resent, &all_resent, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -513,11 +486,6 @@ int main(int argc, char **argv)
                      all_injected, all_resent);
         }
     }
-    for (int i = 0; i < NCOUNTERS; i++) {
-        if (have_handle[i]) {
-            MPI_T_pvar_handle_free(session, &handles[i]);
-        }
-    }
-    MPI_T_pvar_session_free(&session);
+    mt_dr2_counters_stop();
     return mt_finish();
 }

@@ -154,3 +154,59 @@ int mt_finish(void)
     MPI_Finalize();
     return total ? 1 : 0;
 }
+
+/* ---- pml/dr2's fault counters ---------------------------------------------------------- */
+
+static const char *const mt_dr2_counter_names[] = {"pml_dr2_injected_drop",
+                                                   "pml_dr2_injected_corrupt",
+                                                   "pml_dr2_injected_dup", "pml_dr2_retransmits"};
+#define MT_DR2_NCOUNTERS 4
+static MPI_T_pvar_session mt_dr2_session = MPI_T_PVAR_SESSION_NULL;
+static MPI_T_pvar_handle mt_dr2_handles[MT_DR2_NCOUNTERS];
+static int mt_dr2_have_handle[MT_DR2_NCOUNTERS];
+
+void mt_dr2_counters_start(void)
+{
+    MPI_T_pvar_session_create(&mt_dr2_session);
+    for (int i = 0; i < MT_DR2_NCOUNTERS; i++) {
+        int index, count;
+        mt_dr2_have_handle[i] =
+            MPI_SUCCESS == MPI_T_pvar_get_index(mt_dr2_counter_names[i], MPI_T_PVAR_CLASS_COUNTER,
+                                                &index)
+            && MPI_SUCCESS == MPI_T_pvar_handle_alloc(mt_dr2_session, index, NULL,
+                                                      &mt_dr2_handles[i], &count);
+    }
+}
+
+static long mt_dr2_counter(int i)
+{
+    unsigned long value = 0;
+
+    if (mt_dr2_have_handle[i]) {
+        MPI_T_pvar_read(mt_dr2_session, mt_dr2_handles[i], &value);
+    }
+    return (long) value;
+}
+
+long mt_dr2_injected(void)
+{
+    return mt_dr2_counter(0) + mt_dr2_counter(1) + mt_dr2_counter(2);
+}
+
+long mt_dr2_resent(void)
+{
+    return mt_dr2_counter(3);
+}
+
+void mt_dr2_counters_stop(void)
+{
+    for (int i = 0; i < MT_DR2_NCOUNTERS; i++) {
+        if (mt_dr2_have_handle[i]) {
+            MPI_T_pvar_handle_free(mt_dr2_session, &mt_dr2_handles[i]);
+            mt_dr2_have_handle[i] = 0;
+        }
+    }
+    if (MPI_T_PVAR_SESSION_NULL != mt_dr2_session) {
+        MPI_T_pvar_session_free(&mt_dr2_session);
+    }
+}

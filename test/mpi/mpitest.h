@@ -35,6 +35,14 @@ void mt_fail(const char *file, int line, const char *fmt, ...)
  * first call for that counter, or -1 when the component is not loaded. */
 long mt_ftrabit_counter(const char *name);
 
+/* pml/dr2's fault counters (MPI_T), a test's proof that faults were injected and repaired.
+ * An MPI_T handle counts from its allocation: start before the traffic, read after, stop at
+ * the end. Without pml/dr2 every count is 0. */
+void mt_dr2_counters_start(void);
+long mt_dr2_injected(void);  /* segments dropped + corrupted + duplicated by injection */
+long mt_dr2_resent(void);    /* fragments retransmitted */
+void mt_dr2_counters_stop(void);
+
 /* Deterministic pseudo-random numbers: the same on every rank for the same arguments. */
 uint64_t mt_hash64(uint64_t x);
 uint64_t mt_fnv1a(const void *buf, size_t len, uint64_t h);
