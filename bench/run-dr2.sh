@@ -97,18 +97,16 @@ netpipe_note=""
 failed=()
 anomalies=()
 
-# The deb-src entry scripts/ompi-bootstrap.sh writes (same file, same content), for a
-# machine whose Open MPI came from the cache and so never needed it.
+# shellcheck source=scripts/debian-src.sh
+. "$top/scripts/debian-src.sh"
+# The trixie deb-src entry scripts/ompi-bootstrap.sh writes, for a machine whose Open MPI
+# came from the cache and so never needed it.
 netpipe_enable_deb_src() {
-    local entry=/etc/apt/sources.list.d/ompi-resilience-trixie-src.sources uri
-    [ -f "$entry" ] && return 0
+    local added
     [ "$(id -u)" = 0 ] || return 1
-    uri=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' \
-              /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
-    [ -n "$uri" ] || return 1
-    say "adding a deb-src entry for trixie (archive $uri) to fetch netpipe's source"
-    printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: %s\n' \
-        "$uri" /usr/share/keyrings/debian-archive-keyring.gpg >"$entry"
+    added=$(ompires_add_deb_src trixie) || return 1
+    [ -z "$added" ] && return 0
+    say "added a deb-src entry for trixie (archive $added) to fetch netpipe's source"
     apt-get update -qq >&2
 }
 

@@ -73,41 +73,20 @@ find_cached() {
     done | LC_ALL=C sort -V | tail -n 1
 }
 
-# A deb-src entry for this machine's own Debian release, so that `apt-get source mpich`
-# gets the source of the mpich that apt would install here. Same form as the trixie
-# entry of scripts/ompi-bootstrap.sh (which fetches openmpi from trixie).
-debian_archive_uri() {
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -e "$f" ] || continue
-        awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' "$f"
-    done | head -n 1
-    if [ -f /etc/apt/sources.list ]; then
-        awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) { print $i; exit } }' \
-            /etc/apt/sources.list | head -n 1
-    fi
-}
+# shellcheck source=scripts/debian-src.sh
+. "$src/scripts/debian-src.sh"
 
 fetch_suite() {
     # Prints the directory holding test/mpi of the newly unpacked mpich source.
-    local codename uri entry work
+    local codename added work
     codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
     [ -n "$codename" ] || die "cannot tell this machine's Debian release from /etc/os-release"
-    entry=/etc/apt/sources.list.d/ompi-resilience-$codename-src.sources
     if [ "$use_apt" = 1 ]; then
         [ "$(id -u)" = 0 ] || die "fetching the mpich source package needs root once (the result is cached per user)"
-        uri=$(debian_archive_uri | head -n 1)
-        [ -n "$uri" ] || die "no Debian archive is configured in /etc/apt; cannot fetch the mpich source package"
-        if [ ! -f "$entry" ] || ! grep -q "^URIs: $uri\$" "$entry"; then
-            say "adding a deb-src entry for $codename (archive $uri) to fetch mpich's source"
-            cat > "$entry" <<SRC
-Types: deb-src
-URIs: $uri
-Suites: $codename
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-        fi
+        # This machine's own release: the mpich apt would install here.
+        added=$(ompires_add_deb_src "$codename") \
+            || die "no Debian archive is configured in /etc/apt; cannot fetch the mpich source package"
+        [ -z "$added" ] || say "added a deb-src entry for $codename (archive $added) to fetch mpich's source"
         say "apt-get update"
         apt-get update -qq >&2 || die "apt-get update failed; check the archive configured in /etc/apt"
         command -v dpkg-source >/dev/null || {

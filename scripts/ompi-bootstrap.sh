@@ -81,19 +81,8 @@ need_root() {
     [ "$(id -u)" = 0 ] || die "$1 needs root (or run as root once; the result is cached per user)"
 }
 
-apt_src_entry=/etc/apt/sources.list.d/ompi-resilience-trixie-src.sources
-debian_archive_uri() {
-    # The first configured Debian archive URI that is not the security archive.
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -e "$f" ] || continue
-        awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' "$f"
-    done | head -n 1
-    if [ -f /etc/apt/sources.list ]; then
-        awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) { print $i; exit } }' \
-            /etc/apt/sources.list | head -n 1
-    fi
-}
+# shellcheck source=scripts/debian-src.sh
+. "$here/debian-src.sh"
 
 if [ "$use_apt" = 1 ]; then
     need_root "installing build dependencies"
@@ -101,18 +90,9 @@ if [ "$use_apt" = 1 ]; then
     for p in "${build_deps[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
-    uri=$(debian_archive_uri | head -n 1)
-    [ -n "$uri" ] || die "no Debian archive is configured in /etc/apt; cannot fetch the openmpi source package"
-    if [ ! -f "$apt_src_entry" ] || ! grep -q "^URIs: $uri\$" "$apt_src_entry"; then
-        say "adding a deb-src entry for trixie (archive $uri) to fetch Open MPI 5's source"
-        cat > "$apt_src_entry" <<SRC
-Types: deb-src
-URIs: $uri
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-    fi
+    added=$(ompires_add_deb_src trixie) \
+        || die "no Debian archive is configured in /etc/apt; cannot fetch the openmpi source package"
+    [ -z "$added" ] || say "added a deb-src entry for trixie (archive $added) to fetch Open MPI 5's source"
     say "apt-get update"
     apt-get update -qq >&2 || die "apt-get update failed; check the archive configured in /etc/apt"
     if [ "${#missing[@]}" -gt 0 ]; then
