@@ -420,9 +420,32 @@ int mca_pml_dr2_dump(struct ompi_communicator_t *comm, int verbose)
 
 /* ---- finalize ------------------------------------------------------------------------------ */
 
+/* With pml_dr2_verbose >= 2, one line per process at MPI_Finalize saying what the network
+ * did to it: a user sees whether dr2 repaired anything without reading MPI_T counters. */
+static void log_counters(void)
+{
+    const mca_pml_dr2_counters_t *c = &mca_pml_dr2.counters;
+    unsigned long hdr_errors = 0;
+
+    for (int i = 1; i < PML_DR2_HDR_NUM_STATUS; i++) {
+        hdr_errors += c->hdr_errors[i];
+    }
+    DR2_VERBOSE(2,
+                "pml:dr2: fragments sent %lu (resent %lu, of which fast %lu; ACK timeouts %lu), "
+                "received %lu (payload CRC errors %lu, header errors %lu, duplicates %lu, "
+                "malformed %lu); ACKs sent %lu, received %lu; NACKs sent %lu, received %lu; "
+                "injected drop %lu, corrupt %lu, dup %lu",
+                c->frags_sent, c->retransmits, c->fast_retransmits, c->timeouts,
+                c->frags_received, c->data_crc_errors, hdr_errors, c->duplicates, c->malformed,
+                c->acks_sent, c->acks_received, c->nacks_sent, c->nacks_received,
+                c->injected_drop, c->injected_corrupt, c->injected_dup);
+}
+
 int mca_pml_dr2_finalize(void)
 {
     opal_list_item_t *item;
+
+    log_counters();
 
     /* The BTLs outlive us (the BML closes after the PML). Our receive callback stays
      * registered, not NULL: btl/tcp, sm and self call it without checking. It and every
