@@ -349,6 +349,27 @@ mpi dr2/invalid-frag-size 2 "abort:pml_dr2_frag_size has an invalid value" test/
 ft kill-rank1-over-dr2 4 "1:7" "${DR2[@]}"
 ft kill-two-adjacent-over-dr2 4 "1:7 2:7" "${DR2[@]}"
 
+# A rank whose network is gone (dr2_unreachable: everything it sends is dropped): the
+# others give up on it after pml_dr2_retry_limit timer expiries. Under ULFM they see
+# MPIX_ERR_PROC_FAILED, shrink and go on (ULFM's fail-stop rule then ends the isolated
+# rank: mpirun's exit code says nothing); without ULFM the job ends with dr2's message.
+GIVE_UP=(--mca pml_dr2_retry_limit 3 --mca pml_dr2_ack_timeout_us 2000
+         --mca pml_dr2_ack_timeout_max_us 20000)
+dr2_unreachable_ulfm() {
+    local np=3 rc timed_out log=$logs/dr2-unreachable-ulfm-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" "${FT[@]}" "${GIVE_UP[@]}" \
+        -np "$np" "$build/test/mpi/dr2_unreachable" ulfm
+    cat "$log"
+    [ "$timed_out" = 0 ] || { echo "HANG after ${timeout_s}s"; return 1; }
+    ! grep -aq "dr2_unreachable: rank .*: FAIL" "$log" || return 1
+    # each survivor: the failure seen, the exchange after the shrink, a clean finalize
+    [ "$(grep -ac "dr2_unreachable: rank .*: PASS" "$log")" = $((2 * (np - 1))) ] || return 1
+    [ "$(grep -ac "dr2_unreachable: rank .*: finalized" "$log")" = $((np - 1)) ]
+}
+check dr2/unreachable-peer-ulfm dr2_unreachable_ulfm
+mpi dr2/unreachable-peer-ends-the-job 2 "abort:pml/dr2 gave up on process" \
+    test/mpi/dr2_unreachable "${DR2[@]}" "${GIVE_UP[@]}"
+
 ompi_info_lists_dr2() {
     local out
     out=$(OMPI_MCA_mca_base_component_path="$component_path" timeout -k 5 "$timeout_s" \

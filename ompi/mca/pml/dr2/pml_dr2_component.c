@@ -250,9 +250,12 @@ static int dr2_open(void)
                 return refuse(probs[i].name, value, "A probability is a number between 0 and 1.");
             }
         }
-        if (m->inject_drop >= 1.0) {
+        if (m->inject_drop >= 1.0 && m->retry_limit <= 0) {
+            /* a network that delivers nothing: only meaningful to see dr2 give up on the
+             * peers (tests), which it never does without a retry limit */
             return refuse("pml_dr2_inject_drop", "1",
-                          "Dropping every segment would make every transfer hang.");
+                          "Dropping every segment would make every transfer hang: set "
+                          "pml_dr2_retry_limit too, to see the peers declared unreachable.");
         }
     }
     m->inject_enabled = m->inject_drop > 0.0 || m->inject_corrupt > 0.0 || m->inject_dup > 0.0;
