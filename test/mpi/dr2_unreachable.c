@@ -119,6 +119,7 @@ int main(int argc, char **argv)
     MPI_Finalize();
     if (0 == failures) {
         printf("dr2_unreachable: rank %d: finalized\n", rank);
+        fflush(stdout); /* the launcher may end the job as soon as every process left MPI */
     }
     return failures ? 1 : 0;
 }

@@ -159,8 +159,9 @@ int mt_finish(void)
 
 static const char *const mt_dr2_counter_names[] = {"pml_dr2_injected_drop",
                                                    "pml_dr2_injected_corrupt",
-                                                   "pml_dr2_injected_dup", "pml_dr2_retransmits"};
-#define MT_DR2_NCOUNTERS 4
+                                                   "pml_dr2_injected_dup", "pml_dr2_retransmits",
+                                                   "pml_dr2_local_timeouts"};
+#define MT_DR2_NCOUNTERS 5
 static MPI_T_pvar_session mt_dr2_session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle mt_dr2_handles[MT_DR2_NCOUNTERS];
 static int mt_dr2_have_handle[MT_DR2_NCOUNTERS];
@@ -196,6 +197,11 @@ long mt_dr2_injected(void)
 long mt_dr2_resent(void)
 {
     return mt_dr2_counter(3);
+}
+
+long mt_dr2_local_timeouts(void)
+{
+    return mt_dr2_counter(4);
 }
 
 void mt_dr2_counters_stop(void)

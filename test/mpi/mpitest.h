@@ -41,6 +41,7 @@ long mt_ftrabit_counter(const char *name);
 void mt_dr2_counters_start(void);
 long mt_dr2_injected(void);  /* segments dropped + corrupted + duplicated by injection */
 long mt_dr2_resent(void);    /* fragments retransmitted */
+long mt_dr2_local_timeouts(void); /* local-completion watchdog expiries */
 void mt_dr2_counters_stop(void);
 
 /* Deterministic pseudo-random numbers: the same on every rank for the same arguments. */

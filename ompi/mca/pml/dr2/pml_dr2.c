@@ -352,6 +352,9 @@ int mca_pml_dr2_progress(void)
             || 0 == (mca_pml_dr2.progress_pass & (MCA_PML_DR2_CLOCK_PASSES - 1)))) {
         /* the one clock reading of this call */
         uint64_t now = mca_pml_dr2.now_us = mca_pml_dr2_now_us();
+        if (now >= mca_pml_dr2.next_watchdog_us) {
+            work += mca_pml_dr2_watchdog_check(now);
+        }
         if (now >= mca_pml_dr2.next_deadline_us) {
             /* a peer ULFM learnt is dead (from the runtime, not from us) stops here */
             OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
@@ -431,11 +434,11 @@ static void log_counters(void)
         hdr_errors += c->hdr_errors[i];
     }
     DR2_VERBOSE(2,
-                "pml:dr2: fragments sent %lu (resent %lu, of which fast %lu; ACK timeouts %lu), "
-                "received %lu (payload CRC errors %lu, header errors %lu, duplicates %lu, "
-                "malformed %lu); ACKs sent %lu, received %lu; NACKs sent %lu, received %lu; "
-                "injected drop %lu, corrupt %lu, dup %lu",
-                c->frags_sent, c->retransmits, c->fast_retransmits, c->timeouts,
+                "pml:dr2: fragments sent %lu (resent %lu, of which fast %lu; ACK timeouts %lu, "
+                "local timeouts %lu), received %lu (payload CRC errors %lu, header errors %lu, "
+                "duplicates %lu, malformed %lu); ACKs sent %lu, received %lu; NACKs sent %lu, "
+                "received %lu; injected drop %lu, corrupt %lu, dup %lu",
+                c->frags_sent, c->retransmits, c->fast_retransmits, c->timeouts, c->local_timeouts,
                 c->frags_received, c->data_crc_errors, hdr_errors, c->duplicates, c->malformed,
                 c->acks_sent, c->acks_received, c->nacks_sent, c->nacks_received,
                 c->injected_drop, c->injected_corrupt, c->injected_dup);

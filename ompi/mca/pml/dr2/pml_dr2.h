@@ -73,6 +73,7 @@ typedef struct {
     unsigned long retransmits;      /* fragments sent again */
     unsigned long fast_retransmits; /* of which: resent on a gap shown by an ACK */
     unsigned long timeouts;         /* ACK timer expiries */
+    unsigned long local_timeouts;   /* local-completion watchdog expiries */
     unsigned long acks_sent, nacks_sent, acks_received, nacks_received;
     unsigned long frags_sent, frags_received;
     unsigned long injected_drop, injected_corrupt, injected_dup;
@@ -89,6 +90,7 @@ typedef struct mca_pml_dr2_t {
     unsigned ack_timeout_min_us;
     unsigned ack_timeout_max_us;
     int retry_limit;          /* timer expiries per vfrag before the peer is failed; 0: never */
+    unsigned local_timeout_us;/* local-completion watchdog (mca_pml_dr2_watchdog_check) */
     unsigned window;          /* vfrags in flight per peer (power of two <= 1024) */
     int free_list_max;
     int priority;
@@ -113,6 +115,8 @@ typedef struct mca_pml_dr2_t {
      * with deadline 0 and the next progress call stamps it with a fresh reading (so an
      * application that did not call MPI for a while cannot get a stale deadline). */
     uint64_t now_us;
+    uint64_t next_watchdog_us; /* next local-completion watchdog check */
+    uint64_t last_watchdog_us; /* the last one */
     struct mca_pml_dr2_peer_t *arm_list; /* peers with vfrags to arm (peer->arm_next) */
     /* Progress calls so far: ACKs wait up to two of them for a data segment to ride on. */
     uint64_t progress_pass;

@@ -136,6 +136,16 @@ static int dr2_register(void)
         "is then only detected by the runtime or a BTL error)",
         MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &m->retry_limit);
 
+    m->local_timeout_us = 1000000;
+    reg("local_timeout_us",
+        "Local-completion watchdog, in microseconds: a transport (BTL) that holds segments of "
+        "ours for a peer and completes none of them for this long is reported (counter "
+        "local_timeouts, verbose 1). A vfrag's ACK timer starts only once the transport has "
+        "sent its segments (a segment queued behind a full TCP socket has not left yet); "
+        "after this timeout the peer's ACK timers stop waiting for that, so losses are still "
+        "recovered (and, with pml_dr2_retry_limit, the peer given up on). Positive",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->local_timeout_us);
+
     m->window = PML_DR2_WINDOW_MAX;
     reg("window",
         "Vfrags in flight per peer before the sender waits for acknowledgements: a power of "
@@ -175,6 +185,10 @@ static int dr2_register(void)
     register_counter("fast_retransmits", "Fragments resent because an ACK showed a gap",
                      &c->fast_retransmits);
     register_counter("timeouts", "ACK timer expiries", &c->timeouts);
+    register_counter("local_timeouts",
+                     "Local-completion watchdog expiries (a transport completed none of the "
+                     "segments it held for a peer within pml_dr2_local_timeout_us)",
+                     &c->local_timeouts);
     register_counter("crc_errors", "Fragments whose payload failed its CRC32C (NACKed)",
                      &c->data_crc_errors);
     register_counter("hdr_crc_errors", "Segments dropped because a header failed its CRC32C",
@@ -227,6 +241,10 @@ static int dr2_open(void)
                  m->ack_timeout_max_us);
         return refuse("pml_dr2_ack_timeout_us/_min_us/_max_us", value,
                       "All must be positive and the minimum must not exceed the maximum.");
+    }
+    if (0 == m->local_timeout_us) {
+        return refuse("pml_dr2_local_timeout_us", "0",
+                      "The watchdog needs a positive timeout in microseconds.");
     }
     if (m->retry_limit < 0) {
         snprintf(value, sizeof(value), "%d", m->retry_limit);
@@ -314,6 +332,8 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
                         OBJ_CLASS(mca_pml_dr2_rxmsg_t), 0, opal_cache_line_size, 16,
                         m->free_list_max, 64, NULL, 0, NULL, NULL, NULL);
     m->next_deadline_us = UINT64_MAX;
+    m->next_watchdog_us = 0;
+    m->last_watchdog_us = 0;
     m->now_us = mca_pml_dr2_now_us();
     m->arm_list = NULL;
     m->progress_pass = 0;

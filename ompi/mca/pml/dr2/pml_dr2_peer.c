@@ -24,6 +24,11 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->closing = false;
     peer->gone = false;
     peer->inflight = 0;
+    peer->tx_handed = 0;
+    peer->tx_completed = 0;
+    peer->wdog_completed_seen = 0;
+    peer->wdog_since_us = 0;
+    peer->wdog_expired = false;
     peer->tx_next_id = 0;
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
@@ -214,6 +219,13 @@ uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer)
     return payload > 0 ? (uint32_t) payload : 1;
 }
 
+/* The BTL is done with one of our descriptors (sent, failed or never taken). */
+static inline void send_descriptor_done(mca_pml_dr2_peer_t *peer)
+{
+    (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, -1);
+    (void) OPAL_THREAD_ADD_FETCH64(&peer->tx_completed, 1);
+}
+
 /* Completion callback of every descriptor we hand to a BTL. Never left NULL: BTLs call it
  * unconditionally on some paths (btl/tcp fails every fragment queued on an endpoint whose
  * connection attempt failed, e.g. to a peer that already left MPI_Finalize). Runs from BTL
@@ -238,7 +250,7 @@ static void send_complete(struct mca_btl_base_module_t *btl, struct mca_btl_base
          * error callback. */
         peer->gone = true;
     }
-    (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, -1);
+    send_descriptor_done(peer);
 }
 
 /* Hand a filled descriptor to the BTL. On failure the descriptor is released, unless the
@@ -252,6 +264,7 @@ static int btl_send(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     des->des_cbfunc = send_complete;
     des->des_cbdata = peer;
     (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, 1);
+    peer->tx_handed++;
     mca_pml_dr2.sending_des = des;
     mca_pml_dr2.sending_des_completed = false;
     rc = mca_bml_base_send(bml_btl, des, MCA_PML_DR2_BTL_TAG);
@@ -262,7 +275,7 @@ static int btl_send(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     }
     if (!completed) {
         /* 1: sent and done, no callback; < 0: not taken, still ours */
-        (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, -1);
+        send_descriptor_done(peer);
         if (rc < 0) {
             mca_bml_base_free(bml_btl, des);
         }
@@ -380,6 +393,49 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
         return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
     }
     return OMPI_SUCCESS;
+}
+
+/* ---- local-completion watchdog ------------------------------------------------------- */
+
+int mca_pml_dr2_watchdog_check(uint64_t now)
+{
+    mca_pml_dr2_peer_t *peer;
+    int work = 0;
+
+    /* A BTL only completes sends while we call progress: after a long stretch without a
+     * check (the application computed, or no timer made progress read the clock), it
+     * cannot be blamed for what it did not complete meanwhile. */
+    bool we_were_away = now - mca_pml_dr2.last_watchdog_us > mca_pml_dr2.local_timeout_us / 2;
+
+    /* a quarter of the timeout between checks: an expiry is seen at most 25 % late */
+    mca_pml_dr2.next_watchdog_us = now + mca_pml_dr2.local_timeout_us / 4 + 1;
+    mca_pml_dr2.last_watchdog_us = now;
+    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        int64_t completed = peer->tx_completed;
+
+        if (0 == peer->inflight || completed != peer->wdog_completed_seen || we_were_away) {
+            /* nothing queued in the BTL, or it is moving: start over */
+            peer->wdog_completed_seen = completed;
+            peer->wdog_since_us = now;
+            peer->wdog_expired = false;
+            continue;
+        }
+        if (peer->wdog_expired || peer->failed || peer->closing
+            || now - peer->wdog_since_us < mca_pml_dr2.local_timeout_us) {
+            continue;
+        }
+        peer->wdog_expired = true;
+        mca_pml_dr2.counters.local_timeouts++;
+        DR2_VERBOSE(1,
+                    "pml:dr2: the transport to %s completed none of the %d segments it holds "
+                    "for us within pml_dr2_local_timeout_us (%u us): its ACK timers stop "
+                    "waiting for them",
+                    OMPI_NAME_PRINT(&peer->proc->super.proc_name), (int) peer->inflight,
+                    mca_pml_dr2.local_timeout_us);
+        mca_pml_dr2_peer_need_arming(peer); /* the vfrags that waited get their timers now */
+        work++;
+    }
+    return work;
 }
 
 /* ---- ACK coalescing ------------------------------------------------------------------ */

@@ -33,6 +33,19 @@ typedef struct mca_pml_dr2_peer_t {
     /* Our descriptors a BTL holds and has not completed yet (their completion callback is
      * still to come). Updated from BTL callbacks, possibly in another thread: atomic. */
     opal_atomic_int32_t inflight;
+    /* The same, as two running counts: descriptors handed to the BTL (under our lock) and
+     * completed by it (from its callbacks). A vfrag's ACK timer starts only once the
+     * descriptors handed up to its last transmission are complete (vfrag->local_mark):
+     * a fragment still queued in the BTL (btl/tcp behind a full socket) has not left, and
+     * timing its ACK from the hand-over would resend what was never lost. */
+    uint64_t tx_handed;
+    opal_atomic_int64_t tx_completed;
+
+    /* ---- local-completion watchdog (mca_pml_dr2_watchdog_check) ---- */
+    int64_t wdog_completed_seen; /* tx_completed at the last check that saw it move */
+    uint64_t wdog_since_us;      /* since then no descriptor completed */
+    bool wdog_expired; /* the BTL completed nothing for pml_dr2_local_timeout_us while holding
+                        * some of ours: ACK timers no longer wait for local completion */
 
     /* ---- sending ---- */
     uint32_t tx_next_id;       /* next vfrag id */
@@ -128,6 +141,22 @@ void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us);
 typedef size_t (*mca_pml_dr2_fill_fn_t)(void *ctx, unsigned char *buf, size_t len);
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
                                   mca_pml_dr2_fill_fn_t fill, void *ctx);
+
+/* Every descriptor handed to the BTL so far has been completed by it (up to `mark`, a value
+ * of peer->tx_handed), or the watchdog gave up waiting for that: the ACK timer of a vfrag
+ * whose last transmission was at `mark` may start. */
+static inline bool mca_pml_dr2_peer_locally_complete(const mca_pml_dr2_peer_t *peer,
+                                                     uint64_t mark)
+{
+    return peer->wdog_expired || (uint64_t) peer->tx_completed >= mark;
+}
+
+/* The local-completion watchdog, from progress (every quarter of
+ * pml_dr2_local_timeout_us): a peer whose BTL holds descriptors of ours and has completed
+ * none of them for that long is reported (counter local_timeouts, verbose 1) and its ACK
+ * timers stop waiting for local completion, so that its losses are recovered (and, with a
+ * retry limit, the peer given up on) as for any other. Returns work done. */
+int mca_pml_dr2_watchdog_check(uint64_t now_us);
 
 /* Largest fragment payload towards this peer. */
 uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer);

@@ -89,10 +89,11 @@ static inline void arm_deadline(uint64_t deadline)
     }
 }
 
-/* (Re)start the vfrag's ACK timer: lazily, the next progress call stamps it with the
- * clock (see mca_pml_dr2_t.now_us). */
+/* (Re)start the vfrag's ACK timer: lazily, once the BTL has completed what was handed to
+ * it so far, the next progress call stamps it with the clock (mca_pml_dr2_t.now_us). */
 static inline void vfrag_rearm(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
 {
+    v->local_mark = peer->tx_handed;
     if (0 != v->deadline_us) {
         v->deadline_us = 0;
         peer->to_arm++;
@@ -611,23 +612,32 @@ static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
  * peer's list is walked from its end. */
 static void arm_timers(uint64_t now)
 {
-    mca_pml_dr2_peer_t *peer = mca_pml_dr2.arm_list;
+    mca_pml_dr2_peer_t *peer = mca_pml_dr2.arm_list, *next;
 
     mca_pml_dr2.arm_list = NULL;
-    for (; NULL != peer; peer = peer->arm_next) {
+    for (; NULL != peer; peer = next) {
         opal_list_item_t *item = opal_list_get_last(&peer->tx_unacked);
+        uint32_t unseen = peer->to_arm;
+
+        next = peer->arm_next;
         peer->on_arm_list = false;
-        while (peer->to_arm > 0 && item != opal_list_get_end(&peer->tx_unacked)) {
+        while (unseen > 0 && item != opal_list_get_end(&peer->tx_unacked)) {
             mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) item;
             if (0 == v->deadline_us) {
-                if (0 == v->sent_at_us) {
-                    v->sent_at_us = now; /* first transmission: the RTT sample's start */
+                unseen--;
+                if (mca_pml_dr2_peer_locally_complete(peer, v->local_mark)) {
+                    if (0 == v->sent_at_us) {
+                        v->sent_at_us = now; /* first transmission left: the RTT sample's start */
+                    }
+                    v->deadline_us = now + backoff_us(peer, v->retries);
+                    arm_deadline(v->deadline_us);
+                    peer->to_arm--;
                 }
-                v->deadline_us = now + backoff_us(peer, v->retries);
-                arm_deadline(v->deadline_us);
-                peer->to_arm--;
             }
             item = opal_list_get_prev(item);
+        }
+        if (peer->to_arm > 0) {
+            mca_pml_dr2_peer_need_arming(peer); /* still queued in the BTL: look again */
         }
     }
 }
@@ -665,6 +675,12 @@ int mca_pml_dr2_timers_check(uint64_t now)
                     break;
                 }
                 v->fast_resent = 0;
+                if (peer->wdog_expired) {
+                    /* the transport has not sent what it already holds for the peer (see
+                     * mca_pml_dr2_watchdog_check): a resend would only queue behind it. The
+                     * expiry still counts towards the retry limit. */
+                    resend = 0;
+                }
                 /* Probe, do not flood: resend only the highest missing fragment, with
                  * ACK_NOW. The receiver's answer shows every other gap, which the fast
                  * retransmit path then fills; after a lost tail that is all there is. */

@@ -90,6 +90,8 @@ typedef struct mca_pml_dr2_vfrag_t {
     uint64_t fast_resent; /* resent on a gap since the last timer expiry */
     uint64_t sent_at_us;  /* last transmission, for the RTT sample */
     uint64_t deadline_us; /* ACK timer */
+    uint64_t local_mark;  /* peer->tx_handed after its last transmission: the timer starts
+                           * once the BTL completed that many (see pml_dr2_peer.h) */
     uint32_t retries;
     bool retransmitted;   /* Karn: no RTT sample from this vfrag any more */
 } mca_pml_dr2_vfrag_t;
