@@ -193,7 +193,9 @@ void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *m
 static bool place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset, const unsigned char *payload,
                           const pml_dr2_hdr_t *hdr)
 {
-    bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+    /* EAGER: checked with its header by the codec already */
+    bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum
+                 && !pml_dr2_hdr_payload_checked(hdr);
 
     if (0 == hdr->frag_len) {
         return !check || 0 == hdr->data_crc;
@@ -441,6 +443,23 @@ static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     }
 }
 
+/* The ACK an EAGER carries is handled as the ACK header it replaces would be, after the
+ * data (where that header used to follow it in the segment). */
+static void handle_piggybacked_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *eager)
+{
+    pml_dr2_hdr_t ack;
+
+    ack.type = PML_DR2_HDR_ACK;
+    ack.flags = eager->flags & PML_DR2_HDR_FLAG_MATCHED;
+    ack.hdr_len = PML_DR2_HDR_ACK_LEN;
+    ack.frag_len = 0;
+    ack.data_crc = 0;
+    ack.piggy_ack.vfrag = 0;
+    ack.piggy_ack.mask = 0;
+    ack.ack = eager->piggy_ack;
+    mca_pml_dr2_vfrag_ack(peer, &ack);
+}
+
 void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len)
 {
     size_t off = 0;
@@ -469,6 +488,13 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             mca_pml_dr2.counters.frags_received++;
             handle_frag(peer, &hdr, payload);
             break;
+        case PML_DR2_HDR_EAGER:
+            mca_pml_dr2.counters.frags_received++;
+            handle_match(peer, &hdr, payload);
+            if (0 != hdr.piggy_ack.mask) {
+                handle_piggybacked_ack(peer, &hdr);
+            }
+            break;
         case PML_DR2_HDR_ACK:
             mca_pml_dr2_vfrag_ack(peer, &hdr);
             break;
@@ -496,7 +522,7 @@ void mca_pml_dr2_drain_deferred(void)
 
 /* A segment from a BTL endpoint that is not one of the BML endpoints we mapped: a BTL can
  * create endpoints of its own, e.g. btl/tcp when a process of another job (MPI_Comm_spawn)
- * connects before the BML added it. The sender is learnt from a MATCH or RNDV header
+ * connects before the BML added it. The sender is learnt from a MATCH, RNDV or EAGER header
  * (checked, so its communicator and rank can be trusted as much as any header); other
  * headers carry no sender and are dropped until then (the sender's timers resend them). */
 static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
@@ -510,7 +536,8 @@ static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
 
     if (NULL == ep || 1 != desc->des_segment_count
         || PML_DR2_HDR_OK != pml_dr2_hdr_decode_header(seg->seg_addr.pval, seg->seg_len, max, &hdr)
-        || (PML_DR2_HDR_MATCH != hdr.type && PML_DR2_HDR_RNDV != hdr.type)) {
+        || (PML_DR2_HDR_MATCH != hdr.type && PML_DR2_HDR_RNDV != hdr.type
+            && PML_DR2_HDR_EAGER != hdr.type)) {
         return NULL;
     }
     comm = ompi_comm_lookup(hdr.match.ctx);

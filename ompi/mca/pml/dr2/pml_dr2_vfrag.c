@@ -124,7 +124,8 @@ typedef struct {
     const mca_pml_dr2_vfrag_t *v;
     unsigned index;
     uint8_t flags;
-    int acks; /* queued ACKs of the peer to piggyback after the payload */
+    int acks;  /* queued ACKs of the peer to piggyback (the first `inline_ack` in the header) */
+    int inline_ack; /* EAGER: 1 if the peer's first queued ACK rides inside the header */
 } frag_ctx_t;
 
 static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned index)
@@ -194,23 +195,74 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     return PML_DR2_HDR_MAX_LEN + flen;
 }
 
+/* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
+ * over header and payload, and the first ACK we owe the peer inside the header. Not with
+ * pml_dr2_checksum=none: EAGER's checksum always covers the payload. */
+static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned index)
+{
+    const mca_pml_dr2_txmsg_t *msg = v->msg;
+
+    return 0 == index && PML_DR2_HDR_MATCH == v->kind && 1 == v->nfrags
+           && v->len == msg->msg_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
+           && 0 == msg->match_flags && MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+}
+
+static size_t fill_eager(void *vctx, unsigned char *buf, size_t len)
+{
+    frag_ctx_t *ctx = vctx;
+    mca_pml_dr2_txmsg_t *msg = ctx->v->msg;
+    size_t n;
+    pml_dr2_hdr_t hdr;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = PML_DR2_HDR_EAGER;
+    hdr.flags = ctx->flags;
+    hdr.match.ctx = msg->ctx;
+    hdr.match.src = msg->src;
+    hdr.match.tag = msg->tag;
+    hdr.match.seq = msg->seq;
+    hdr.match.vfrag = ctx->v->id;
+    if (ctx->inline_ack) {
+        const mca_pml_dr2_pending_ack_t *a = &msg->peer->acks[0];
+        hdr.piggy_ack.vfrag = a->vfrag;
+        hdr.piggy_ack.mask = a->mask;
+        hdr.flags |= a->flags & PML_DR2_HDR_FLAG_MATCHED;
+    }
+    n = pml_dr2_hdr_pack(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
+    if (ctx->acks > ctx->inline_ack) {
+        /* the ACKs that did not fit in the header follow it */
+        n += mca_pml_dr2_peer_encode_acks(msg->peer, ctx->inline_ack, ctx->acks - ctx->inline_ack,
+                                          buf + n, len - n);
+    }
+    return n;
+}
+
 static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v, unsigned index,
                          uint8_t flags)
 {
     size_t len = PML_DR2_HDR_MAX_LEN + frag_payload_len(v, index);
-    frag_ctx_t ctx = {v, index, flags, 0};
+    frag_ctx_t ctx = {v, index, flags, 0, 0};
+    bool eager = is_eager_fragment(v, index);
     int rc;
 
     if (peer->nacks > 0) {
         /* Piggyback the ACKs we owe the peer, as far as they fit in the BTL's eager size
          * (a small segment stays small; large fragments go alone). */
         size_t limit = peer->bml_endpoint->btl_eager.bml_btls[0].btl->btl_eager_limit;
+        if (eager && PML_DR2_HDR_ACK == peer->acks[0].type) {
+            ctx.inline_ack = ctx.acks = 1;
+        }
         if (len < limit) {
-            ctx.acks = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
-            len += (size_t) ctx.acks * PML_DR2_HDR_ACK_LEN;
+            int more = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
+            if (more > peer->nacks - ctx.inline_ack) {
+                more = peer->nacks - ctx.inline_ack;
+            }
+            ctx.acks += more;
+            len += (size_t) more * PML_DR2_HDR_ACK_LEN;
         }
     }
-    rc = mca_pml_dr2_peer_send_segment(peer, len, 1 == v->nfrags, fill_fragment, &ctx);
+    rc = mca_pml_dr2_peer_send_segment(peer, len, 1 == v->nfrags,
+                                       eager ? fill_eager : fill_fragment, &ctx);
     if (OMPI_SUCCESS == rc) {
         mca_pml_dr2.counters.frags_sent++;
         if (ctx.acks > 0) {
