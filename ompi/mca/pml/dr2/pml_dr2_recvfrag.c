@@ -294,6 +294,10 @@ static mca_pml_dr2_rxmsg_t *rxmsg_lookup(mca_pml_dr2_peer_t *peer, uint32_t msg_
 {
     void *msg = NULL;
 
+    /* small messages received at once are never indexed: the table is mostly empty */
+    if (0 == opal_hash_table_get_size(&peer->rx_msgs)) {
+        return NULL;
+    }
     if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->rx_msgs, msg_id, &msg)) {
         return NULL;
     }

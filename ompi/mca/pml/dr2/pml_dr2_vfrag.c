@@ -285,8 +285,10 @@ static bool window_has_room(mca_pml_dr2_peer_t *peer)
     return (uint32_t) (peer->tx_next_id - oldest->id) < mca_pml_dr2.window;
 }
 
-static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
-                                         uint64_t offset, uint64_t len)
+/* A new vfrag of the message, in flight (indexed, timed) but not yet counted as pending:
+ * the caller either sends it at once or counts it (vfrag_create). */
+static mca_pml_dr2_vfrag_t *vfrag_new(mca_pml_dr2_txmsg_t *msg, uint8_t kind, uint64_t offset,
+                                      uint64_t len)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
     mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) opal_free_list_get_st(&mca_pml_dr2.vfrags);
@@ -314,9 +316,25 @@ static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
     opal_list_append(&peer->tx_unacked, &v->super.super);
     vfrag_index(peer, v);
     msg->vfrags_live++;
-    peer->tx_pending++;
     mca_pml_dr2.timers_armed++;
+    return v;
+}
+
+/* Its fragments wait for peer_push (now, or from progress when the BTL is full). */
+static inline void vfrag_count_pending(mca_pml_dr2_peer_t *peer)
+{
+    peer->tx_pending++;
     mca_pml_dr2_peer_set_work(peer);
+}
+
+static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
+                                         uint64_t offset, uint64_t len)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_new(msg, kind, offset, len);
+
+    if (NULL != v) {
+        vfrag_count_pending(msg->peer);
+    }
     return v;
 }
 
@@ -422,11 +440,54 @@ static void schedule_blocked(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* The common small message: an eager message of one fragment, with nothing of the peer
+ * waiting to be sent before it. Its vfrag is created and its fragment sent at once, as
+ * peer_push would send it, without entering the peer's pending count and work list only to
+ * leave them again. The vfrag is then in flight exactly as after peer_push: kept until
+ * acknowledged, resent on its timer or a NACK. False if the message does not qualify (or
+ * no vfrag is available): the general path takes it. */
+static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+    mca_pml_dr2_vfrag_t *v;
+    int rc;
+
+    if (msg->rndv || msg->msg_len > msg->frag_len || 0 != peer->tx_pending || peer->failed
+        || !opal_list_is_empty(&peer->tx_blocked) || !window_has_room(peer)) {
+        return false;
+    }
+    v = vfrag_new(msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
+    if (NULL == v) {
+        return false;
+    }
+    msg->msg_id = v->id;
+    msg->has_id = true;
+    msg->next_offset = msg->msg_len;
+    msg->state = MCA_PML_DR2_TX_DRAINING;
+    /* its only fragment is the last one this round sends: ask for the ACK now */
+    rc = send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW);
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        v->pending = 0;
+        v->sent = 1;
+        vfrag_rearm(peer, v);
+        return true;
+    }
+    /* not sent: pending, for peer_push (from progress), as any other fragment */
+    vfrag_count_pending(peer);
+    if (OMPI_ERR_UNREACH == rc) {
+        mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+    }
+    return true;
+}
+
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
 
     msg->state = MCA_PML_DR2_TX_SCHEDULING;
+    if (txmsg_send_single(msg)) {
+        return;
+    }
     if (!opal_list_is_empty(&peer->tx_blocked)) {
         /* others are waiting for window space: queue behind them */
         opal_list_append(&peer->tx_blocked, &msg->super.super);
@@ -482,7 +543,9 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
     }
     vfrag_free(v);
     txmsg_maybe_done(msg);
-    schedule_blocked(peer);
+    if (!opal_list_is_empty(&peer->tx_blocked)) {
+        schedule_blocked(peer); /* the window has room again */
+    }
     mca_pml_dr2_peer_set_work(peer);
 }
 
