@@ -83,10 +83,25 @@ void mca_pml_dr2_rxmsg_send_matched(mca_pml_dr2_rxmsg_t *msg)
     mca_pml_dr2_peer_flush_acks(msg->peer);
 }
 
+/* Every one of the message's msg_len bytes is in the request's buffer (as far as it
+ * holds them): complete the receive. */
+static void complete_received(mca_pml_dr2_recv_request_t *req, uint64_t msg_len)
+{
+    int error = MPI_SUCCESS;
+
+    if (msg_len > req->capacity) {
+        error = MPI_ERR_TRUNCATE;
+        req->req_recv.req_base.req_ompi.req_status._ucount = req->capacity;
+    } else {
+        req->req_recv.req_base.req_ompi.req_status._ucount = msg_len;
+    }
+    mca_pml_dr2_recv_request_complete(req, error);
+}
+
 void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
 {
     mca_pml_dr2_recv_request_t *req = msg->req;
-    int error = MPI_SUCCESS;
+    uint64_t msg_len = msg->msg_len;
 
     if (msg == delivering || NULL == req || msg->bytes_received < msg->msg_len) {
         return;
@@ -95,16 +110,10 @@ void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
         /* an unexpected eager message: its data was checked on arrival */
         (void) mca_pml_dr2_recv_request_unpack(req, 0, msg->buf, (uint32_t) msg->msg_len, false, 0);
     }
-    if (msg->msg_len > req->capacity) {
-        error = MPI_ERR_TRUNCATE;
-        req->req_recv.req_base.req_ompi.req_status._ucount = req->capacity;
-    } else {
-        req->req_recv.req_base.req_ompi.req_status._ucount = msg->msg_len;
-    }
     req->msg = NULL;
     msg->req = NULL;
     mca_pml_dr2_rxmsg_release(msg);
-    mca_pml_dr2_recv_request_complete(req, error);
+    complete_received(req, msg_len);
 }
 
 /* ---- matching ---------------------------------------------------------------------------- */
@@ -420,6 +429,57 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     rxmsg_put(msg);
 }
 
+/* The common small message: an EAGER (checked whole by the codec) that is the next in
+ * sequence from its sender, with nothing of that sender waiting out of order and no
+ * message or vfrag of the peer half received, taken by the first posted receive that
+ * matches. Its payload goes straight into the receive, its vfrag is marked and
+ * acknowledged: no message object, no index. The decisions are the general path's (the
+ * duplicate window, the sender's rank, revoked tags, matching order); anything else, and
+ * an EAGER no posted receive takes, returns false for handle_match. */
+static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
+                              const unsigned char *payload)
+{
+    uint32_t id = hdr->match.vfrag;
+    ompi_communicator_t *comm;
+    mca_pml_dr2_comm_t *dcomm;
+    mca_pml_dr2_comm_proc_t *cp;
+    mca_pml_dr2_recv_request_t *req;
+
+    if (0 != opal_hash_table_get_size(&peer->rx_msgs)
+        || 0 != opal_hash_table_get_size(&peer->rx_vfrags)
+        || hdr->match.msg_len > MCA_PML_DR2_EAGER_LIMIT_MAX
+        || PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id)) {
+        return false;
+    }
+    comm = ompi_comm_lookup(hdr->match.ctx);
+    if (NULL == comm || NULL == comm->c_pml_comm
+        || hdr->match.src >= comm->c_remote_group->grp_proc_count
+        || mca_pml_dr2_comm_peer(comm, hdr->match.src) != peer
+        || tag_revoked(comm, hdr->match.tag)) {
+        return false;
+    }
+    dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    cp = &dcomm->procs[hdr->match.src];
+    if (hdr->match.seq != cp->expected_seq || !opal_list_is_empty(&cp->out_of_order)) {
+        return false;
+    }
+    OPAL_LIST_FOREACH (req, &dcomm->posted, mca_pml_dr2_recv_request_t) {
+        if (mca_pml_dr2_tag_matches(req->req_recv.req_base.req_peer,
+                                    req->req_recv.req_base.req_tag, hdr->match.src,
+                                    hdr->match.tag)) {
+            opal_list_remove_item(&dcomm->posted, (opal_list_item_t *) req);
+            cp->expected_seq++;
+            (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
+            mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
+            (void) mca_pml_dr2_recv_request_unpack(req, 0, payload, hdr->frag_len, false, 0);
+            mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
+            complete_received(req, hdr->match.msg_len);
+            return true;
+        }
+    }
+    return false;
+}
+
 static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                         const unsigned char *payload)
 {
@@ -494,7 +554,9 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             break;
         case PML_DR2_HDR_EAGER:
             mca_pml_dr2.counters.frags_received++;
-            handle_match(peer, &hdr, payload);
+            if (!eager_receive_now(peer, &hdr, payload)) {
+                handle_match(peer, &hdr, payload);
+            }
             if (0 != hdr.piggy_ack.mask) {
                 handle_piggybacked_ack(peer, &hdr);
             }
