@@ -174,6 +174,31 @@ static pml_dr2_hdr_status_t check_payload_range(uint32_t len, uint64_t offset,
     return PML_DR2_HDR_OK;
 }
 
+/* EAGER's fields (the header of every small message: checked without the type lookup).
+ * frag_count and msg_len are implied (decode sets them): a caller's other values would
+ * describe a message EAGER cannot carry. */
+static inline pml_dr2_hdr_status_t check_eager_fields(const pml_dr2_hdr_t *hdr,
+                                                      uint32_t max_payload)
+{
+    if ((hdr->flags & ~type_info[PML_DR2_HDR_EAGER].flags) != 0) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (hdr->match.src < 0) {
+        return PML_DR2_HDR_ERR_RANK;
+    }
+    if (1 != hdr->match.frag_count) {
+        return PML_DR2_HDR_ERR_FRAG_COUNT;
+    }
+    if (0 == hdr->piggy_ack.mask
+        && (0 != hdr->piggy_ack.vfrag || 0 != (hdr->flags & PML_DR2_HDR_FLAG_MATCHED))) {
+        return 0 != hdr->piggy_ack.vfrag ? PML_DR2_HDR_ERR_RESERVED : PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (hdr->match.msg_len != hdr->frag_len) {
+        return PML_DR2_HDR_ERR_BOUNDS;
+    }
+    return hdr->frag_len > max_payload ? PML_DR2_HDR_ERR_TOO_LONG : PML_DR2_HDR_OK;
+}
+
 static pml_dr2_hdr_status_t check_fields(const pml_dr2_hdr_t *hdr, uint32_t max_payload)
 {
     const hdr_type_info_t *info = type_lookup(hdr->type);
@@ -209,28 +234,26 @@ static pml_dr2_hdr_status_t check_fields(const pml_dr2_hdr_t *hdr, uint32_t max_
         return check_payload_range(hdr->frag_len, hdr->frag.offset, hdr->frag.msg_len,
                                    max_payload);
     case PML_DR2_HDR_EAGER:
-        /* frag_count and msg_len are implied (decode sets them): a caller's other values
-         * would describe a message EAGER cannot carry */
-        if (hdr->match.src < 0) {
-            return PML_DR2_HDR_ERR_RANK;
-        }
-        if (1 != hdr->match.frag_count) {
-            return PML_DR2_HDR_ERR_FRAG_COUNT;
-        }
-        if (0 == hdr->piggy_ack.mask
-            && (0 != hdr->piggy_ack.vfrag || 0 != (hdr->flags & PML_DR2_HDR_FLAG_MATCHED))) {
-            return 0 != hdr->piggy_ack.vfrag ? PML_DR2_HDR_ERR_RESERVED : PML_DR2_HDR_ERR_FLAGS;
-        }
-        if (hdr->match.msg_len != hdr->frag_len) {
-            return PML_DR2_HDR_ERR_BOUNDS;
-        }
-        return hdr->frag_len > max_payload ? PML_DR2_HDR_ERR_TOO_LONG : PML_DR2_HDR_OK;
+        return check_eager_fields(hdr, max_payload);
     default: /* ACK, NACK */
         return hdr->ack.mask == 0 ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
     }
 }
 
 /* ---- encode ------------------------------------------------------------------------- */
+
+static inline void encode_eager_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
+{
+    put_u32(p + EAGER_OFF_CTX, hdr->match.ctx);
+    put_i32(p + EAGER_OFF_SRC, hdr->match.src);
+    put_i32(p + EAGER_OFF_TAG, hdr->match.tag);
+    put_u16(p + EAGER_OFF_SEQ, hdr->match.seq);
+    put_u16(p + EAGER_OFF_RESERVED, 0);
+    put_u32(p + EAGER_OFF_VFRAG, hdr->match.vfrag);
+    put_u32(p + EAGER_OFF_FRAG_LEN, hdr->frag_len);
+    put_u32(p + EAGER_OFF_ACK_VFRAG, hdr->piggy_ack.vfrag);
+    put_u64(p + EAGER_OFF_ACK_MASK, hdr->piggy_ack.mask);
+}
 
 static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
 {
@@ -260,15 +283,7 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
         put_u32(p + FRAG_OFF_DATA_CRC, hdr->data_crc);
         break;
     case PML_DR2_HDR_EAGER:
-        put_u32(p + EAGER_OFF_CTX, hdr->match.ctx);
-        put_i32(p + EAGER_OFF_SRC, hdr->match.src);
-        put_i32(p + EAGER_OFF_TAG, hdr->match.tag);
-        put_u16(p + EAGER_OFF_SEQ, hdr->match.seq);
-        put_u16(p + EAGER_OFF_RESERVED, 0);
-        put_u32(p + EAGER_OFF_VFRAG, hdr->match.vfrag);
-        put_u32(p + EAGER_OFF_FRAG_LEN, hdr->frag_len);
-        put_u32(p + EAGER_OFF_ACK_VFRAG, hdr->piggy_ack.vfrag);
-        put_u64(p + EAGER_OFF_ACK_MASK, hdr->piggy_ack.mask);
+        encode_eager_body(hdr, p);
         break;
     default: /* ACK, NACK */
         put_u32(p + ACK_OFF_VFRAG, hdr->ack.vfrag);
@@ -330,11 +345,16 @@ size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const voi
         unsigned char *p = buf;
         hdr->match.frag_count = 1;
         hdr->match.msg_len = payload_len;
-        if (check_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
+        if (check_eager_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
             return 0;
         }
         /* the header first, then the payload checksummed while it is copied after it */
-        encode_fields(hdr, p, len);
+        hdr->hdr_len = (uint8_t) len;
+        p[OFF_TYPE] = hdr->type;
+        p[OFF_FLAGS] = hdr->flags;
+        p[OFF_VERSION] = PML_DR2_HDR_VERSION;
+        p[OFF_HDR_LEN] = hdr->hdr_len;
+        encode_eager_body(hdr, p);
         hdr->data_crc = pml_dr2_crc32c_copy(header_crc(p, len), p + len, payload, payload_len);
         put_u32(p + OFF_HDR_CRC, hdr->data_crc);
         return len + payload_len;
@@ -350,7 +370,7 @@ size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const voi
 /* ---- decode ------------------------------------------------------------------------- */
 
 /* Type, version, length and header checksum: after this, the header bytes are the ones
- * the sender wrote, and buf holds all of them. */
+ * the sender wrote, and buf holds all of them. Not for EAGER (decode_eager). */
 static pml_dr2_hdr_status_t decode_common(const unsigned char *p, size_t buf_len,
                                           pml_dr2_hdr_t *hdr)
 {
@@ -373,8 +393,7 @@ static pml_dr2_hdr_status_t decode_common(const unsigned char *p, size_t buf_len
     if (buf_len < info->len) {
         return PML_DR2_HDR_ERR_TRUNCATED;
     }
-    /* EAGER's checksum covers its payload: checked once its length is known */
-    if (PML_DR2_HDR_EAGER != p[OFF_TYPE] && get_u32(p + OFF_HDR_CRC) != header_crc(p, info->len)) {
+    if (get_u32(p + OFF_HDR_CRC) != header_crc(p, info->len)) {
         return PML_DR2_HDR_ERR_HDR_CRC;
     }
     memset(hdr, 0, sizeof(*hdr));
@@ -416,26 +435,65 @@ static pml_dr2_hdr_status_t decode_body(const unsigned char *p, pml_dr2_hdr_t *h
         hdr->frag.msg_len = get_u64(p + FRAG_OFF_MSG_LEN);
         hdr->data_crc = get_u32(p + FRAG_OFF_DATA_CRC);
         break;
-    case PML_DR2_HDR_EAGER:
-        if (get_u16(p + EAGER_OFF_RESERVED) != 0) {
-            return PML_DR2_HDR_ERR_RESERVED;
-        }
-        hdr->match.ctx = get_u32(p + EAGER_OFF_CTX);
-        hdr->match.src = get_i32(p + EAGER_OFF_SRC);
-        hdr->match.tag = get_i32(p + EAGER_OFF_TAG);
-        hdr->match.seq = get_u16(p + EAGER_OFF_SEQ);
-        hdr->match.frag_count = 1;
-        hdr->match.vfrag = get_u32(p + EAGER_OFF_VFRAG);
-        hdr->frag_len = get_u32(p + EAGER_OFF_FRAG_LEN);
-        hdr->match.msg_len = hdr->frag_len;
-        hdr->piggy_ack.vfrag = get_u32(p + EAGER_OFF_ACK_VFRAG);
-        hdr->piggy_ack.mask = get_u64(p + EAGER_OFF_ACK_MASK);
-        hdr->data_crc = get_u32(p + OFF_HDR_CRC);
-        break;
-    default: /* ACK, NACK */
+    default: /* ACK, NACK (EAGER has its own decoder, decode_eager) */
         hdr->ack.vfrag = get_u32(p + ACK_OFF_VFRAG);
         hdr->ack.mask = get_u64(p + ACK_OFF_MASK);
         break;
+    }
+    return PML_DR2_HDR_OK;
+}
+
+/* EAGER, the header of every small message, decoded in one pass: the checks other types
+ * get from decode_common, decode_body and check_fields, in the same order, without
+ * looking the type up twice; the checksum last, once the payload is known to be there. */
+static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
+                                         uint32_t max_payload, pml_dr2_hdr_t *hdr)
+{
+    uint8_t flags = p[OFF_FLAGS];
+    uint32_t frag_len;
+
+    if (p[OFF_HDR_LEN] != PML_DR2_HDR_EAGER_LEN) {
+        return PML_DR2_HDR_ERR_HDR_LEN;
+    }
+    if (buf_len < PML_DR2_HDR_EAGER_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = PML_DR2_HDR_EAGER;
+    hdr->flags = flags;
+    hdr->hdr_len = PML_DR2_HDR_EAGER_LEN;
+    if (get_u16(p + EAGER_OFF_RESERVED) != 0) {
+        return PML_DR2_HDR_ERR_RESERVED;
+    }
+    hdr->match.ctx = get_u32(p + EAGER_OFF_CTX);
+    hdr->match.src = get_i32(p + EAGER_OFF_SRC);
+    hdr->match.tag = get_i32(p + EAGER_OFF_TAG);
+    hdr->match.seq = get_u16(p + EAGER_OFF_SEQ);
+    hdr->match.frag_count = 1;
+    hdr->match.vfrag = get_u32(p + EAGER_OFF_VFRAG);
+    hdr->frag_len = frag_len = get_u32(p + EAGER_OFF_FRAG_LEN);
+    hdr->match.msg_len = frag_len;
+    hdr->piggy_ack.vfrag = get_u32(p + EAGER_OFF_ACK_VFRAG);
+    hdr->piggy_ack.mask = get_u64(p + EAGER_OFF_ACK_MASK);
+    hdr->data_crc = get_u32(p + OFF_HDR_CRC);
+    if ((flags & ~type_info[PML_DR2_HDR_EAGER].flags) != 0) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (hdr->match.src < 0) {
+        return PML_DR2_HDR_ERR_RANK;
+    }
+    if (0 == hdr->piggy_ack.mask
+        && (0 != hdr->piggy_ack.vfrag || 0 != (flags & PML_DR2_HDR_FLAG_MATCHED))) {
+        return 0 != hdr->piggy_ack.vfrag ? PML_DR2_HDR_ERR_RESERVED : PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (frag_len > max_payload) {
+        return PML_DR2_HDR_ERR_TOO_LONG;
+    }
+    if (frag_len > buf_len - PML_DR2_HDR_EAGER_LEN) {
+        return PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED;
+    }
+    if (hdr->data_crc != eager_crc(p, frag_len)) {
+        return PML_DR2_HDR_ERR_HDR_CRC; /* header or payload: one check for both */
     }
     return PML_DR2_HDR_OK;
 }
@@ -446,6 +504,10 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
     const unsigned char *p = buf;
     pml_dr2_hdr_status_t status;
 
+    if (buf_len >= PML_DR2_HDR_COMMON_LEN && PML_DR2_HDR_EAGER == p[OFF_TYPE]
+        && PML_DR2_HDR_VERSION == p[OFF_VERSION]) {
+        return decode_eager(p, buf_len, max_payload, hdr);
+    }
     if ((status = decode_common(p, buf_len, hdr)) != PML_DR2_HDR_OK
         || (status = decode_body(p, hdr)) != PML_DR2_HDR_OK
         || (status = check_fields(hdr, max_payload)) != PML_DR2_HDR_OK) {
@@ -454,9 +516,6 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
     /* buf_len >= hdr_len here: no underflow. */
     if (hdr->frag_len > buf_len - hdr->hdr_len) {
         return PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED;
-    }
-    if (PML_DR2_HDR_EAGER == hdr->type && hdr->data_crc != eager_crc(p, hdr->frag_len)) {
-        return PML_DR2_HDR_ERR_HDR_CRC; /* header or payload: one check for both */
     }
     return PML_DR2_HDR_OK;
 }
