@@ -470,6 +470,7 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
         v->pending = 0;
         v->sent = 1;
         vfrag_rearm(peer, v);
+        mca_pml_dr2_peer_set_work(peer); /* the ACKs it carried may have been all there were */
         return true;
     }
     /* not sent: pending, for peer_push (from progress), as any other fragment */
