@@ -152,8 +152,8 @@ static inline uint32_t header_crc(const unsigned char *p, size_t hdr_len)
 /* EAGER's one checksum: the header bytes as above, then the payload right after them. */
 static inline uint32_t eager_crc(const unsigned char *p, uint32_t frag_len)
 {
-    return pml_dr2_crc32c(header_crc(p, PML_DR2_HDR_EAGER_LEN), p + PML_DR2_HDR_EAGER_LEN,
-                          frag_len);
+    return pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_EAGER_LEN, NULL,
+                                         p + PML_DR2_HDR_EAGER_LEN, frag_len);
 }
 
 /* ---- field checks, shared by encode and decode -------------------------------------- */
@@ -355,7 +355,7 @@ size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const voi
         p[OFF_VERSION] = PML_DR2_HDR_VERSION;
         p[OFF_HDR_LEN] = hdr->hdr_len;
         encode_eager_body(hdr, p);
-        hdr->data_crc = pml_dr2_crc32c_copy(header_crc(p, len), p + len, payload, payload_len);
+        hdr->data_crc = pml_dr2_crc32c_header_payload(p, len, p + len, payload, payload_len);
         put_u32(p + OFF_HDR_CRC, hdr->data_crc);
         return len + payload_len;
     }
