@@ -557,7 +557,7 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             if (!eager_receive_now(peer, &hdr, payload)) {
                 handle_match(peer, &hdr, payload);
             }
-            if (0 != hdr.piggy_ack.mask) {
+            if (0 != hdr.piggy_ack.mask && !peer->failed) { /* as the ACK header would be */
                 handle_piggybacked_ack(peer, &hdr);
             }
             break;
