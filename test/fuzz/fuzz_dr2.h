@@ -92,6 +92,7 @@ static inline size_t ref_hdr_len(int type)
     case PML_DR2_HDR_MATCH:
     case PML_DR2_HDR_RNDV:
     case PML_DR2_HDR_FRAG:
+    case PML_DR2_HDR_EAGER:
         return 44;
     case PML_DR2_HDR_ACK:
     case PML_DR2_HDR_NACK:
@@ -111,8 +112,15 @@ static inline uint32_t ref_hdr_crc(const unsigned char *p, size_t hdr_len)
     return pml_dr2_crc32c(PML_DR2_CRC32C_INIT, copy, hdr_len);
 }
 
+/* EAGER's one checksum: its 44 header bytes (hdr_crc as zero), then its payload. */
+static inline uint32_t ref_eager_crc(const unsigned char *p, uint32_t frag_len)
+{
+    return pml_dr2_crc32c(ref_hdr_crc(p, 44), p + 44, frag_len);
+}
+
 /* Write the header fields of h at p (ref_hdr_len(h->type) bytes), reserved bytes as given,
- * a correct header CRC. Does not check anything: invalid headers are what it is for. */
+ * a correct header CRC. Does not check anything: invalid headers are what it is for.
+ * EAGER: its h->frag_len payload bytes must already be at p + 44 (the CRC covers them). */
 static inline void ref_encode(const pml_dr2_hdr_t *h, unsigned char *p, uint8_t reserved)
 {
     size_t len = ref_hdr_len(h->type);
@@ -152,6 +160,18 @@ static inline void ref_encode(const pml_dr2_hdr_t *h, unsigned char *p, uint8_t 
         ref_put(p + 8, h->ack.vfrag, 4);
         ref_put(p + 12, h->ack.mask, 8);
         break;
+    case PML_DR2_HDR_EAGER:
+        ref_put(p + 8, h->match.ctx, 4);
+        ref_put(p + 12, (uint32_t) h->match.src, 4);
+        ref_put(p + 16, (uint32_t) h->match.tag, 4);
+        ref_put(p + 20, h->match.seq, 2);
+        p[22] = reserved;
+        ref_put(p + 24, h->match.vfrag, 4);
+        ref_put(p + 28, h->frag_len, 4);
+        ref_put(p + 32, h->piggy_ack.vfrag, 4);
+        ref_put(p + 36, h->piggy_ack.mask, 8);
+        ref_put(p + 4, ref_eager_crc(p, h->frag_len), 4);
+        return;
     default:
         return;
     }
@@ -169,6 +189,8 @@ static inline uint8_t ref_allowed_flags(int type)
         return PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW;
     case PML_DR2_HDR_ACK:
         return PML_DR2_HDR_FLAG_MATCHED;
+    case PML_DR2_HDR_EAGER:
+        return PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW | PML_DR2_HDR_FLAG_MATCHED;
     default:
         return 0;
     }
@@ -191,6 +213,12 @@ static inline int ref_fields_valid(const pml_dr2_hdr_t *h, uint8_t reserved, uin
                && h->frag.frag_index < h->frag.frag_count && h->frag_len > 0
                && h->frag_len <= max_payload && h->frag.offset <= UINT64_MAX - h->frag_len
                && h->frag.offset + h->frag_len <= h->frag.msg_len;
+    case PML_DR2_HDR_EAGER:
+        /* frag_count 1 and msg_len == frag_len are implied by the layout */
+        return 0 == reserved && h->match.src >= 0 && h->frag_len <= max_payload
+               && 1 == h->match.frag_count && h->match.msg_len == h->frag_len
+               && (0 != h->piggy_ack.mask
+                   || (0 == h->piggy_ack.vfrag && 0 == (h->flags & PML_DR2_HDR_FLAG_MATCHED)));
     default:
         return 0 != h->ack.mask;
     }

@@ -28,8 +28,10 @@ static void check_accepted(const unsigned char *p, size_t len, uint32_t max_payl
     FUZZ_CHECK(0 != hl && h->hdr_len == hl && pml_dr2_hdr_size(h->type) == hl);
     FUZZ_CHECK(len >= hl && p[0] == h->type && p[1] == h->flags && p[3] == hl);
     FUZZ_CHECK(p[2] == PML_DR2_HDR_VERSION);
-    FUZZ_CHECK(ref_get(p + 4, 4) == ref_hdr_crc(p, hl)); /* never a wrong header CRC */
     FUZZ_CHECK(h->frag_len <= len - hl && h->frag_len <= max_payload);
+    /* never a wrong header CRC (EAGER: over header and payload) */
+    FUZZ_CHECK(ref_get(p + 4, 4) == (PML_DR2_HDR_EAGER == h->type ? ref_eager_crc(p, h->frag_len)
+                                                                   : ref_hdr_crc(p, hl)));
     FUZZ_CHECK(pml_dr2_hdr_wire_len(h) <= len);
     FUZZ_CHECK((h->flags & ~ref_allowed_flags(h->type)) == 0);
     switch (h->type) {
@@ -62,6 +64,21 @@ static void check_accepted(const unsigned char *p, size_t len, uint32_t max_payl
         FUZZ_CHECK(h->frag.offset <= UINT64_MAX - h->frag_len);
         FUZZ_CHECK(h->frag.offset + h->frag_len <= h->frag.msg_len);
         break;
+    case PML_DR2_HDR_EAGER:
+        FUZZ_CHECK(0 == p[22] && 0 == p[23]);
+        FUZZ_CHECK(h->match.ctx == ref_get(p + 8, 4));
+        FUZZ_CHECK((uint32_t) h->match.src == ref_get(p + 12, 4) && h->match.src >= 0);
+        FUZZ_CHECK((uint32_t) h->match.tag == ref_get(p + 16, 4));
+        FUZZ_CHECK(h->match.seq == ref_get(p + 20, 2));
+        FUZZ_CHECK(h->match.vfrag == ref_get(p + 24, 4));
+        FUZZ_CHECK(h->frag_len == ref_get(p + 28, 4));
+        FUZZ_CHECK(h->match.frag_count == 1 && h->match.msg_len == h->frag_len);
+        FUZZ_CHECK(h->piggy_ack.vfrag == ref_get(p + 32, 4));
+        FUZZ_CHECK(h->piggy_ack.mask == ref_get(p + 36, 8));
+        FUZZ_CHECK(0 != h->piggy_ack.mask
+                   || (0 == h->piggy_ack.vfrag && 0 == (h->flags & PML_DR2_HDR_FLAG_MATCHED)));
+        FUZZ_CHECK(h->data_crc == ref_get(p + 4, 4));
+        break;
     default:
         FUZZ_CHECK(h->type == PML_DR2_HDR_ACK || h->type == PML_DR2_HDR_NACK);
         FUZZ_CHECK(h->ack.vfrag == ref_get(p + 8, 4));
@@ -79,19 +96,25 @@ static void check_round_trip(const unsigned char *p, size_t len, uint32_t max_pa
     size_t hl = h->hdr_len, wire = pml_dr2_hdr_wire_len(h);
     uint32_t pcrc = pml_dr2_crc32c(PML_DR2_CRC32C_INIT, p + hl, h->frag_len);
     pml_dr2_hdr_t again = *h, h2;
-    unsigned char *enc = malloc(hl), *dst = malloc(h->frag_len ? h->frag_len : 1);
+    int eager = PML_DR2_HDR_EAGER == h->type;
+    unsigned char *enc = malloc(wire), *dst = malloc(h->frag_len ? h->frag_len : 1);
     unsigned char *copy = malloc(wire);
+    size_t enc_len = eager ? wire : hl; /* EAGER's checksum needs its payload in place */
 
-    /* the payload check of pml_dr2_hdr_decode is exactly the CRC of the payload */
-    FUZZ_CHECK(full_status == (pcrc == h->data_crc ? PML_DR2_HDR_OK : PML_DR2_HDR_ERR_DATA_CRC));
+    /* the payload check of pml_dr2_hdr_decode is exactly the CRC of the payload (EAGER:
+     * done by decode_header already, with the header) */
+    FUZZ_CHECK(full_status == (eager || pcrc == h->data_crc ? PML_DR2_HDR_OK
+                                                           : PML_DR2_HDR_ERR_DATA_CRC));
     FUZZ_CHECK(pml_dr2_hdr_unpack(h, p, dst) == full_status);
     FUZZ_CHECK(0 == h->frag_len || 0 == memcmp(dst, p + hl, h->frag_len));
 
     /* encode(decode(x)) is x, byte for byte (every byte is a field or a zero), and decodes
      * to the same header */
-    FUZZ_CHECK(pml_dr2_hdr_encode(&again, enc, hl) == hl);
+    memcpy(enc, p, wire);
+    memset(enc, 0, hl);
+    FUZZ_CHECK(pml_dr2_hdr_encode(&again, enc, enc_len) == hl);
     FUZZ_CHECK(0 == memcmp(enc, p, hl));
-    FUZZ_CHECK(pml_dr2_hdr_encode(&again, enc, hl - 1) == 0); /* never past buf_len */
+    FUZZ_CHECK(pml_dr2_hdr_encode(&again, enc, enc_len - 1) == 0); /* never past buf_len */
     memcpy(copy, p, wire);
     FUZZ_CHECK(pml_dr2_hdr_decode_header(copy, wire, max_payload, &h2) == PML_DR2_HDR_OK);
     FUZZ_CHECK(0 == memcmp(&h2, h, sizeof(h2)));
@@ -114,7 +137,7 @@ static void check_round_trip(const unsigned char *p, size_t len, uint32_t max_pa
         st = pml_dr2_hdr_decode(copy, wire, max_payload, &h2);
         FUZZ_CHECK(PML_DR2_HDR_OK != st);
         if (bit / 8 >= hl) {
-            FUZZ_CHECK(PML_DR2_HDR_ERR_DATA_CRC == st);
+            FUZZ_CHECK((eager ? PML_DR2_HDR_ERR_HDR_CRC : PML_DR2_HDR_ERR_DATA_CRC) == st);
         }
     }
     free(copy);
@@ -178,7 +201,7 @@ static void fuzz_fields(const uint8_t *data, size_t size)
 
     memset(&h, 0, sizeof(h));
     mode = fuzz_u8(&in);
-    h.type = (uint8_t) (mode & 0x80 ? fuzz_u8(&in) : 1 + fuzz_u8(&in) % 5);
+    h.type = (uint8_t) (mode & 0x80 ? fuzz_u8(&in) : 1 + fuzz_u8(&in) % 6);
     h.flags = fuzz_u8(&in);
     if (0 == (mode & 0x40)) {
         h.flags &= ref_allowed_flags(h.type); /* mostly valid flags */
@@ -204,6 +227,15 @@ static void fuzz_fields(const uint8_t *data, size_t size)
         h.frag.offset = mode & 0x08 ? fuzz_u64(&in) : fuzz_u16(&in);
         h.frag.msg_len = mode & 0x08 ? fuzz_u64(&in) : fuzz_u16(&in);
         break;
+    case PML_DR2_HDR_EAGER:
+        h.match.ctx = fuzz_u32(&in);
+        h.match.src = (int32_t) fuzz_u32(&in);
+        h.match.tag = (int32_t) fuzz_u32(&in);
+        h.match.seq = fuzz_u16(&in);
+        h.match.vfrag = fuzz_u32(&in);
+        h.piggy_ack.vfrag = fuzz_u32(&in);
+        h.piggy_ack.mask = mode & 0x08 ? 0 : fuzz_u64(&in);
+        break;
     default:
         h.ack.vfrag = fuzz_u32(&in);
         h.ack.mask = fuzz_u64(&in);
@@ -218,6 +250,10 @@ static void fuzz_fields(const uint8_t *data, size_t size)
     plen = payload_len < in.left ? payload_len : in.left;
     h.frag_len = (uint32_t) plen;
     h.data_crc = pml_dr2_crc32c(PML_DR2_CRC32C_INIT, payload, plen);
+    if (PML_DR2_HDR_EAGER == h.type) {
+        h.match.frag_count = 1; /* implied by the layout */
+        h.match.msg_len = plen;
+    }
     hl = ref_hdr_len(h.type);
     if (0 == hl) {
         unsigned char tiny[PML_DR2_HDR_MAX_LEN] = {0};
@@ -226,8 +262,11 @@ static void fuzz_fields(const uint8_t *data, size_t size)
         return;
     }
     wire = malloc(hl + plen);
+    memcpy(wire + hl, payload, plen); /* first: EAGER's checksum covers it */
     ref_encode(&h, wire, reserved);
-    memcpy(wire + hl, payload, plen);
+    if (PML_DR2_HDR_EAGER == h.type) {
+        h.data_crc = (uint32_t) ref_get(wire + 4, 4); /* its host form: the one checksum */
+    }
     /* the codec accepts exactly what the documentation allows */
     if (ref_fields_valid(&h, reserved, max_payload)) {
         FUZZ_CHECK(pml_dr2_hdr_decode(wire, hl + plen, max_payload, &dec) == PML_DR2_HDR_OK);
@@ -239,7 +278,7 @@ static void fuzz_fields(const uint8_t *data, size_t size)
     /* pml_dr2_hdr_pack writes the same bytes for a valid header, refuses an invalid one */
     pk = malloc(hl + plen);
     packed = h;
-    if (h.type <= PML_DR2_HDR_FRAG) {
+    if (h.type <= PML_DR2_HDR_FRAG || PML_DR2_HDR_EAGER == h.type) {
         size_t n = pml_dr2_hdr_pack(&packed, pk, hl + plen, payload, (uint32_t) plen);
         if (0 == reserved && ref_fields_valid(&h, 0, UINT32_MAX)) {
             FUZZ_CHECK(n == hl + plen && 0 == memcmp(pk, wire, hl + plen));

@@ -226,7 +226,8 @@ static void deliver(model_msg_t *m, pml_dr2_rx_decision_t *d, const unsigned cha
     }
 
     /* place_payload: checked while copied to its place */
-    intact = pml_dr2_crc32c(PML_DR2_CRC32C_INIT, payload, d->len) == hdr->data_crc;
+    intact = pml_dr2_hdr_payload_checked(hdr) /* EAGER: checked with its header */
+             || pml_dr2_crc32c(PML_DR2_CRC32C_INIT, payload, d->len) == hdr->data_crc;
     if (d->len > 0) {
         if (m->v.rndv) {
             if (d->offset < m->cap) {
@@ -359,7 +360,7 @@ static void receive_segment(const unsigned char *seg, size_t len)
             break;
         }
         FUZZ_CHECK(pml_dr2_hdr_wire_len(&hdr) <= left);
-        if (hdr.type <= PML_DR2_HDR_FRAG) {
+        if (hdr.type <= PML_DR2_HDR_FRAG || PML_DR2_HDR_EAGER == hdr.type) {
             handle_data(&hdr, buf + off + hdr.hdr_len);
         }
         off += pml_dr2_hdr_wire_len(&hdr);

@@ -264,9 +264,39 @@ static void single_bit_errors_change_the_crc(void)
     free(buf);
 }
 
+/* The one-call header + payload checksum is the two-step one, for every implementation,
+ * header length and payload length (empty, tails, interleaved blocks), copying or not. */
+static void header_payload_equals_two_steps(void)
+{
+    static const size_t hdr_lens[] = {8, 20, 44, 63};
+    static const size_t lens[] = {0, 1, 7, 8, 9, 100, 199, 200, 1024, 5000};
+    unsigned char hdr[64], src[5000], dst[5001];
+
+    rng_fill(hdr, sizeof(hdr));
+    rng_fill(src, sizeof(src));
+    for (size_t k = 0; k < sizeof(all_impls) / sizeof(all_impls[0]); k++) {
+        if (pml_dr2_crc32c_select(all_impls[k]) != 0) {
+            continue;
+        }
+        for (size_t h = 0; h < sizeof(hdr_lens) / sizeof(hdr_lens[0]); h++) {
+            for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+                size_t n = lens[l];
+                uint32_t expect = pml_dr2_crc32c(pml_dr2_crc32c_header(hdr, hdr_lens[h]), src, n);
+
+                CHECK(pml_dr2_crc32c_header_payload(hdr, hdr_lens[h], NULL, src, n) == expect);
+                memset(dst, 0xA5, sizeof(dst));
+                CHECK(pml_dr2_crc32c_header_payload(hdr, hdr_lens[h], dst, src, n) == expect);
+                CHECK(0 == memcmp(dst, src, n) && dst[n] == 0xA5); /* exactly n bytes */
+            }
+        }
+    }
+    pml_dr2_crc32c_select(PML_DR2_CRC32C_AUTO);
+}
+
 int main(void)
 {
     RUN(auto_selection_is_available);
+    RUN(header_payload_equals_two_steps);
     RUN(known_vectors);
     RUN(matches_bitwise_reference);
     RUN(incremental_equals_one_shot);

@@ -416,6 +416,38 @@ static void duplicates_are_answered_whatever_the_room(void)
     CHECK(d.verdict == PML_DR2_RX_DUPLICATE && d.ack_mask == 3);
 }
 
+/* An EAGER is decided exactly as a MATCH of one fragment holding the whole message: new,
+ * placed, complete at once (window marked, ACK of fragment 0), then a duplicate. */
+static void eager_is_a_whole_single_fragment_match(void)
+{
+    pml_dr2_window_t w;
+    pml_dr2_rx_decision_t d;
+    pml_dr2_rx_outcome_t out;
+    pml_dr2_hdr_t h = match_hdr(PML_DR2_HDR_EAGER, 20, 1, 8, 8);
+    pml_dr2_rx_msg_view_t m = view(20, 8, 0, 0);
+
+    pml_dr2_window_init(&w, 64, 20);
+    CHECK(pml_dr2_rx_msg_key(&h) == 20);
+    pml_dr2_rx_classify(&w, &h, NULL, LIMIT, &d);
+    CHECK(d.verdict == PML_DR2_RX_NEW_MSG && d.vfrag == 20 && d.nfrags == 1 && d.room == 8);
+    pml_dr2_rx_new_msg_accept(&d);
+    pml_dr2_rx_vfrag_check(NULL, &d);
+    CHECK(d.verdict == PML_DR2_RX_ACCEPT && !d.need_record);
+    pml_dr2_rx_frag_intact(&w, NULL, &d, h.flags, &out);
+    CHECK(out.vfrag_complete && out.ack_type == PML_DR2_HDR_ACK && out.ack_mask == 1);
+    pml_dr2_rx_classify(&w, &h, NULL, LIMIT, &d);
+    CHECK(d.verdict == PML_DR2_RX_DUPLICATE && d.ack_mask == 1 && 0 == d.ack_flags);
+    /* one larger than we buffer is refused as a MATCH would be */
+    h = match_hdr(PML_DR2_HDR_EAGER, 21, 1, LIMIT + 1, LIMIT + 1);
+    pml_dr2_rx_classify(&w, &h, NULL, LIMIT, &d);
+    CHECK(d.verdict == PML_DR2_RX_REJECT && d.reason == PML_DR2_RX_WHY_EAGER_TOO_LONG);
+    /* a known message of another length is a mismatch */
+    h = match_hdr(PML_DR2_HDR_EAGER, 22, 1, 4, 4);
+    m = view(22, 8, 0, 0);
+    pml_dr2_rx_classify(&w, &h, &m, LIMIT, &d);
+    CHECK(d.verdict == PML_DR2_RX_REJECT && d.reason == PML_DR2_RX_WHY_MSG_MISMATCH);
+}
+
 int main(void)
 {
     RUN(msg_key_is_the_message_id);
@@ -429,5 +461,6 @@ int main(void)
     RUN(message_with_loss_corruption_and_duplicates);
     RUN(overlapping_fragments_do_not_overcount);
     RUN(duplicates_are_answered_whatever_the_room);
+    RUN(eager_is_a_whole_single_fragment_match);
     UNIT_EXIT();
 }

@@ -51,8 +51,10 @@ BEGIN_C_DECLS
 #define MCA_PML_DR2_EAGER_LIMIT_MAX (1024 * 1024)
 
 /* While timers are armed and none waits to be armed, progress reads the clock on one call
- * in this many (a power of two). */
-#define MCA_PML_DR2_CLOCK_PASSES 8
+ * in this many (a power of two). A waiting process calls progress every few hundred
+ * nanoseconds: 32 calls are microseconds, nothing next to a timer's milliseconds, and the
+ * idle call stays a few loads. */
+#define MCA_PML_DR2_CLOCK_PASSES 32
 
 /* Pending ACK/NACK entries per peer before a flush is forced. */
 #define MCA_PML_DR2_MAX_PENDING_ACKS 32

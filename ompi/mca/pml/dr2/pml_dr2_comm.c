@@ -42,7 +42,7 @@ static void comm_destruct(mca_pml_dr2_comm_t *dcomm)
 
 OBJ_CLASS_INSTANCE(mca_pml_dr2_comm_t, opal_object_t, comm_construct, comm_destruct);
 
-mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer(ompi_communicator_t *comm, int rank)
+mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer_lookup(ompi_communicator_t *comm, int rank)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
     mca_pml_dr2_comm_proc_t *cp;

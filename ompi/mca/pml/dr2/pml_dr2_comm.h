@@ -41,8 +41,23 @@ static inline bool mca_pml_dr2_tag_matches(int src, int tag, int msg_src, int ms
            && (tag == msg_tag || (tag == OMPI_ANY_TAG && msg_tag >= 0));
 }
 
-/* The peer behind a rank of the communicator's remote group, cached. */
-mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer(ompi_communicator_t *comm, int rank);
+/* The peer of a rank looked up and cached (first use of the rank). */
+mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer_lookup(ompi_communicator_t *comm, int rank);
+
+/* The peer behind a rank of the communicator's remote group, cached; NULL for a rank out
+ * of range. Inline: every send and every arriving message asks. */
+static inline mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer(ompi_communicator_t *comm, int rank)
+{
+    mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+
+    if (OPAL_UNLIKELY(rank < 0 || rank >= dcomm->nprocs)) {
+        return NULL;
+    }
+    if (OPAL_LIKELY(NULL != dcomm->procs[rank].peer)) {
+        return dcomm->procs[rank].peer;
+    }
+    return mca_pml_dr2_comm_peer_lookup(comm, rank);
+}
 
 END_C_DECLS
 

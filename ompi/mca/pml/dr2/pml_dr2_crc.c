@@ -39,12 +39,16 @@ typedef uint32_t (*crc32c_update_fn_t)(uint32_t crc, const unsigned char *buf, s
 typedef uint32_t (*crc32c_copy_fn_t)(uint32_t crc, unsigned char *dst, const unsigned char *src,
                                       size_t len);
 typedef uint32_t (*crc32c_header_fn_t)(const unsigned char *buf, size_t len);
+typedef uint32_t (*crc32c_header_payload_fn_t)(const unsigned char *hdr, size_t hdr_len,
+                                               unsigned char *dst, const unsigned char *src,
+                                               size_t len);
 
 static struct {
     pml_dr2_crc32c_impl_t impl;
     crc32c_update_fn_t update;
     crc32c_copy_fn_t copy;
     crc32c_header_fn_t header;
+    crc32c_header_payload_fn_t header_payload;
 } crc32c_ops;
 
 /* Bytes 4..7 of a header (its checksum field) count as zeros in its CRC. */
@@ -302,6 +306,28 @@ static SSE42_FN uint32_t sse42_header(const unsigned char *p, size_t len)
     return sse42_one_stream(crc, NULL, p + 8, len - 8, 0);
 }
 
+/* Header and payload in one function: no indirect call in between, and a short payload
+ * goes straight to the single stream. */
+SSE42_INLINE uint32_t sse42_header_inline(const unsigned char *p, size_t len)
+{
+    uint64_t first = load64(p) & UINT64_C(0x00000000FFFFFFFF);
+
+    return sse42_one_stream((uint32_t) _mm_crc32_u64(~0u, first), NULL, p + 8, len - 8, 0);
+}
+
+static SSE42_FN uint32_t sse42_header_payload(const unsigned char *hdr, size_t hdr_len,
+                                              unsigned char *dst, const unsigned char *src,
+                                              size_t len)
+{
+    /* The EAGER header's length as a constant: its words checksummed without a loop. */
+    uint32_t crc = 44 == hdr_len ? sse42_header_inline(hdr, 44) : sse42_header_inline(hdr, hdr_len);
+
+    if (NULL != dst) {
+        return sse42_interleaved(crc, dst, src, len, 1);
+    }
+    return sse42_interleaved(crc, NULL, src, len, 0);
+}
+
 static SSE42_FN uint32_t sse42_update(uint32_t crc, const unsigned char *buf, size_t len)
 {
     return sse42_interleaved(crc, NULL, buf, len, 0);
@@ -414,6 +440,19 @@ static void slicing_table_init(void)
 
 /* ---- selection and the public entry points ------------------------------------------ */
 
+/* Header and payload for the implementations without a fused one: the two steps. */
+static uint32_t composed_header_payload(const unsigned char *hdr, size_t hdr_len,
+                                        unsigned char *dst, const unsigned char *src,
+                                        size_t len)
+{
+    uint32_t crc = crc32c_ops.header(hdr, hdr_len);
+
+    if (0 == len) {
+        return crc;
+    }
+    return NULL != dst ? crc32c_ops.copy(crc, dst, src, len) : crc32c_ops.update(crc, src, len);
+}
+
 int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
 {
     switch (impl) {
@@ -428,6 +467,7 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
         crc32c_ops.update = portable_update;
         crc32c_ops.copy = portable_copy;
         crc32c_ops.header = portable_header;
+        crc32c_ops.header_payload = composed_header_payload;
         break;
 #ifdef PML_DR2_CRC_HAVE_SSE42
     case PML_DR2_CRC32C_SSE42_1WAY:
@@ -437,6 +477,7 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
         crc32c_ops.update = sse42_1way_update;
         crc32c_ops.copy = sse42_1way_copy;
         crc32c_ops.header = sse42_header;
+        crc32c_ops.header_payload = composed_header_payload;
         break;
     case PML_DR2_CRC32C_SSE42:
         if (!cpu_has_sse42()) {
@@ -445,6 +486,7 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
         crc32c_ops.update = sse42_update;
         crc32c_ops.copy = sse42_copy;
         crc32c_ops.header = sse42_header;
+        crc32c_ops.header_payload = sse42_header_payload;
         break;
 #endif /* PML_DR2_CRC_HAVE_SSE42 */
     default:
@@ -507,4 +549,10 @@ uint32_t pml_dr2_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t le
 uint32_t pml_dr2_crc32c_header(const void *buf, size_t len)
 {
     return ~crc32c_ops.header(buf, len);
+}
+
+uint32_t pml_dr2_crc32c_header_payload(const void *hdr, size_t hdr_len, void *dst,
+                                       const void *src, size_t len)
+{
+    return ~crc32c_ops.header_payload(hdr, hdr_len, dst, src, len);
 }

@@ -50,6 +50,14 @@ uint32_t pml_dr2_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t le
  * without the copy: it runs twice per fragment (send and receive), on the latency path. */
 uint32_t pml_dr2_crc32c_header(const void *buf, size_t len);
 
+/* One CRC32C over a header and the payload right behind it on the wire, as one call (the
+ * EAGER header's one checksum, on the latency path of every small message): the header as
+ * pml_dr2_crc32c_header(hdr, hdr_len) (hdr_len >= 8), continued over src[0 .. len-1],
+ * which is copied to dst (not overlapping it) on the way when dst is not NULL. Equal to
+ * pml_dr2_crc32c_copy (or pml_dr2_crc32c) continued from pml_dr2_crc32c_header. */
+uint32_t pml_dr2_crc32c_header_payload(const void *hdr, size_t hdr_len, void *dst,
+                                       const void *src, size_t len);
+
 /* Use implementation `impl` from now on. Returns 0, or -1 (and changes nothing) if this
  * CPU or build cannot run it. Not thread safe: call it only while no other thread
  * computes a CRC (component open, tests). The AUTO choice is made at load time. */

@@ -44,6 +44,17 @@
 #define ACK_OFF_VFRAG 8
 #define ACK_OFF_MASK 12
 
+/* EAGER. */
+#define EAGER_OFF_CTX 8
+#define EAGER_OFF_SRC 12
+#define EAGER_OFF_TAG 16
+#define EAGER_OFF_SEQ 20
+#define EAGER_OFF_RESERVED 22
+#define EAGER_OFF_VFRAG 24
+#define EAGER_OFF_FRAG_LEN 28
+#define EAGER_OFF_ACK_VFRAG 32
+#define EAGER_OFF_ACK_MASK 36
+
 typedef struct {
     uint8_t len;   /* header bytes on the wire */
     uint8_t flags; /* flags the type may carry */
@@ -57,11 +68,12 @@ static const hdr_type_info_t type_info[] = {
     [PML_DR2_HDR_FRAG] = {PML_DR2_HDR_FRAG_LEN, DATA_FLAGS},
     [PML_DR2_HDR_ACK] = {PML_DR2_HDR_ACK_LEN, PML_DR2_HDR_FLAG_MATCHED},
     [PML_DR2_HDR_NACK] = {PML_DR2_HDR_ACK_LEN, 0},
+    [PML_DR2_HDR_EAGER] = {PML_DR2_HDR_EAGER_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_MATCHED},
 };
 
 static const hdr_type_info_t *type_lookup(int type)
 {
-    if (type < PML_DR2_HDR_MATCH || type > PML_DR2_HDR_NACK) {
+    if (type < PML_DR2_HDR_MATCH || type > PML_DR2_HDR_EAGER) {
         return NULL;
     }
     return &type_info[type];
@@ -69,7 +81,8 @@ static const hdr_type_info_t *type_lookup(int type)
 
 static int is_data_type(int type)
 {
-    return type == PML_DR2_HDR_MATCH || type == PML_DR2_HDR_RNDV || type == PML_DR2_HDR_FRAG;
+    return type == PML_DR2_HDR_MATCH || type == PML_DR2_HDR_RNDV || type == PML_DR2_HDR_FRAG
+           || type == PML_DR2_HDR_EAGER;
 }
 
 size_t pml_dr2_hdr_size(int type)
@@ -136,6 +149,13 @@ static inline uint32_t header_crc(const unsigned char *p, size_t hdr_len)
     return pml_dr2_crc32c_header(p, hdr_len);
 }
 
+/* EAGER's one checksum: the header bytes as above, then the payload right after them. */
+static inline uint32_t eager_crc(const unsigned char *p, uint32_t frag_len)
+{
+    return pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_EAGER_LEN, NULL,
+                                         p + PML_DR2_HDR_EAGER_LEN, frag_len);
+}
+
 /* ---- field checks, shared by encode and decode -------------------------------------- */
 
 /* A payload of `len` bytes at `offset` in a message of `msg_len` bytes. */
@@ -152,6 +172,31 @@ static pml_dr2_hdr_status_t check_payload_range(uint32_t len, uint64_t offset,
         return PML_DR2_HDR_ERR_BOUNDS;
     }
     return PML_DR2_HDR_OK;
+}
+
+/* EAGER's fields (the header of every small message: checked without the type lookup).
+ * frag_count and msg_len are implied (decode sets them): a caller's other values would
+ * describe a message EAGER cannot carry. */
+static inline pml_dr2_hdr_status_t check_eager_fields(const pml_dr2_hdr_t *hdr,
+                                                      uint32_t max_payload)
+{
+    if ((hdr->flags & ~type_info[PML_DR2_HDR_EAGER].flags) != 0) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (hdr->match.src < 0) {
+        return PML_DR2_HDR_ERR_RANK;
+    }
+    if (1 != hdr->match.frag_count) {
+        return PML_DR2_HDR_ERR_FRAG_COUNT;
+    }
+    if (0 == hdr->piggy_ack.mask
+        && (0 != hdr->piggy_ack.vfrag || 0 != (hdr->flags & PML_DR2_HDR_FLAG_MATCHED))) {
+        return 0 != hdr->piggy_ack.vfrag ? PML_DR2_HDR_ERR_RESERVED : PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (hdr->match.msg_len != hdr->frag_len) {
+        return PML_DR2_HDR_ERR_BOUNDS;
+    }
+    return hdr->frag_len > max_payload ? PML_DR2_HDR_ERR_TOO_LONG : PML_DR2_HDR_OK;
 }
 
 static pml_dr2_hdr_status_t check_fields(const pml_dr2_hdr_t *hdr, uint32_t max_payload)
@@ -188,12 +233,27 @@ static pml_dr2_hdr_status_t check_fields(const pml_dr2_hdr_t *hdr, uint32_t max_
         }
         return check_payload_range(hdr->frag_len, hdr->frag.offset, hdr->frag.msg_len,
                                    max_payload);
+    case PML_DR2_HDR_EAGER:
+        return check_eager_fields(hdr, max_payload);
     default: /* ACK, NACK */
         return hdr->ack.mask == 0 ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
     }
 }
 
 /* ---- encode ------------------------------------------------------------------------- */
+
+static inline void encode_eager_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
+{
+    put_u32(p + EAGER_OFF_CTX, hdr->match.ctx);
+    put_i32(p + EAGER_OFF_SRC, hdr->match.src);
+    put_i32(p + EAGER_OFF_TAG, hdr->match.tag);
+    put_u16(p + EAGER_OFF_SEQ, hdr->match.seq);
+    put_u16(p + EAGER_OFF_RESERVED, 0);
+    put_u32(p + EAGER_OFF_VFRAG, hdr->match.vfrag);
+    put_u32(p + EAGER_OFF_FRAG_LEN, hdr->frag_len);
+    put_u32(p + EAGER_OFF_ACK_VFRAG, hdr->piggy_ack.vfrag);
+    put_u64(p + EAGER_OFF_ACK_MASK, hdr->piggy_ack.mask);
+}
 
 static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
 {
@@ -222,11 +282,26 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
         put_u64(p + FRAG_OFF_MSG_LEN, hdr->frag.msg_len);
         put_u32(p + FRAG_OFF_DATA_CRC, hdr->data_crc);
         break;
+    case PML_DR2_HDR_EAGER:
+        encode_eager_body(hdr, p);
+        break;
     default: /* ACK, NACK */
         put_u32(p + ACK_OFF_VFRAG, hdr->ack.vfrag);
         put_u64(p + ACK_OFF_MASK, hdr->ack.mask);
         break;
     }
+}
+
+/* Every header byte but the checksum. */
+static void encode_fields(pml_dr2_hdr_t *hdr, unsigned char *p, size_t len)
+{
+    hdr->hdr_len = (uint8_t) len;
+    p[OFF_TYPE] = hdr->type;
+    p[OFF_FLAGS] = hdr->flags;
+    p[OFF_VERSION] = PML_DR2_HDR_VERSION;
+    p[OFF_HDR_LEN] = hdr->hdr_len;
+    put_u32(p + OFF_HDR_CRC, 0);
+    encode_body(hdr, p);
 }
 
 size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
@@ -237,6 +312,9 @@ size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
     if (len == 0 || buf_len < len) {
         return 0;
     }
+    if (PML_DR2_HDR_EAGER == hdr->type && hdr->frag_len > buf_len - len) {
+        return 0; /* its checksum covers the payload, which must be there */
+    }
     if (!is_data_type(hdr->type)) {
         hdr->frag_len = 0;
         hdr->data_crc = 0;
@@ -244,13 +322,13 @@ size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
     if (check_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
         return 0;
     }
-    hdr->hdr_len = (uint8_t) len;
-    p[OFF_TYPE] = hdr->type;
-    p[OFF_FLAGS] = hdr->flags;
-    p[OFF_VERSION] = PML_DR2_HDR_VERSION;
-    p[OFF_HDR_LEN] = hdr->hdr_len;
-    encode_body(hdr, p);
-    put_u32(p + OFF_HDR_CRC, header_crc(p, len));
+    encode_fields(hdr, p, len);
+    if (PML_DR2_HDR_EAGER == hdr->type) {
+        hdr->data_crc = eager_crc(p, hdr->frag_len);
+        put_u32(p + OFF_HDR_CRC, hdr->data_crc);
+    } else {
+        put_u32(p + OFF_HDR_CRC, header_crc(p, len));
+    }
     return len;
 }
 
@@ -263,6 +341,24 @@ size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const voi
         return 0;
     }
     hdr->frag_len = payload_len;
+    if (PML_DR2_HDR_EAGER == hdr->type) {
+        unsigned char *p = buf;
+        hdr->match.frag_count = 1;
+        hdr->match.msg_len = payload_len;
+        if (check_eager_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
+            return 0;
+        }
+        /* the header first, then the payload checksummed while it is copied after it */
+        hdr->hdr_len = (uint8_t) len;
+        p[OFF_TYPE] = hdr->type;
+        p[OFF_FLAGS] = hdr->flags;
+        p[OFF_VERSION] = PML_DR2_HDR_VERSION;
+        p[OFF_HDR_LEN] = hdr->hdr_len;
+        encode_eager_body(hdr, p);
+        hdr->data_crc = pml_dr2_crc32c_header_payload(p, len, p + len, payload, payload_len);
+        put_u32(p + OFF_HDR_CRC, hdr->data_crc);
+        return len + payload_len;
+    }
     if (check_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
         return 0;
     }
@@ -274,7 +370,7 @@ size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const voi
 /* ---- decode ------------------------------------------------------------------------- */
 
 /* Type, version, length and header checksum: after this, the header bytes are the ones
- * the sender wrote, and buf holds all of them. */
+ * the sender wrote, and buf holds all of them. Not for EAGER (decode_eager). */
 static pml_dr2_hdr_status_t decode_common(const unsigned char *p, size_t buf_len,
                                           pml_dr2_hdr_t *hdr)
 {
@@ -339,10 +435,65 @@ static pml_dr2_hdr_status_t decode_body(const unsigned char *p, pml_dr2_hdr_t *h
         hdr->frag.msg_len = get_u64(p + FRAG_OFF_MSG_LEN);
         hdr->data_crc = get_u32(p + FRAG_OFF_DATA_CRC);
         break;
-    default: /* ACK, NACK */
+    default: /* ACK, NACK (EAGER has its own decoder, decode_eager) */
         hdr->ack.vfrag = get_u32(p + ACK_OFF_VFRAG);
         hdr->ack.mask = get_u64(p + ACK_OFF_MASK);
         break;
+    }
+    return PML_DR2_HDR_OK;
+}
+
+/* EAGER, the header of every small message, decoded in one pass: the checks other types
+ * get from decode_common, decode_body and check_fields, in the same order, without
+ * looking the type up twice; the checksum last, once the payload is known to be there. */
+static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
+                                         uint32_t max_payload, pml_dr2_hdr_t *hdr)
+{
+    uint8_t flags = p[OFF_FLAGS];
+    uint32_t frag_len;
+
+    if (p[OFF_HDR_LEN] != PML_DR2_HDR_EAGER_LEN) {
+        return PML_DR2_HDR_ERR_HDR_LEN;
+    }
+    if (buf_len < PML_DR2_HDR_EAGER_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = PML_DR2_HDR_EAGER;
+    hdr->flags = flags;
+    hdr->hdr_len = PML_DR2_HDR_EAGER_LEN;
+    if (get_u16(p + EAGER_OFF_RESERVED) != 0) {
+        return PML_DR2_HDR_ERR_RESERVED;
+    }
+    hdr->match.ctx = get_u32(p + EAGER_OFF_CTX);
+    hdr->match.src = get_i32(p + EAGER_OFF_SRC);
+    hdr->match.tag = get_i32(p + EAGER_OFF_TAG);
+    hdr->match.seq = get_u16(p + EAGER_OFF_SEQ);
+    hdr->match.frag_count = 1;
+    hdr->match.vfrag = get_u32(p + EAGER_OFF_VFRAG);
+    hdr->frag_len = frag_len = get_u32(p + EAGER_OFF_FRAG_LEN);
+    hdr->match.msg_len = frag_len;
+    hdr->piggy_ack.vfrag = get_u32(p + EAGER_OFF_ACK_VFRAG);
+    hdr->piggy_ack.mask = get_u64(p + EAGER_OFF_ACK_MASK);
+    hdr->data_crc = get_u32(p + OFF_HDR_CRC);
+    if ((flags & ~type_info[PML_DR2_HDR_EAGER].flags) != 0) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (hdr->match.src < 0) {
+        return PML_DR2_HDR_ERR_RANK;
+    }
+    if (0 == hdr->piggy_ack.mask
+        && (0 != hdr->piggy_ack.vfrag || 0 != (flags & PML_DR2_HDR_FLAG_MATCHED))) {
+        return 0 != hdr->piggy_ack.vfrag ? PML_DR2_HDR_ERR_RESERVED : PML_DR2_HDR_ERR_FLAGS;
+    }
+    if (frag_len > max_payload) {
+        return PML_DR2_HDR_ERR_TOO_LONG;
+    }
+    if (frag_len > buf_len - PML_DR2_HDR_EAGER_LEN) {
+        return PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED;
+    }
+    if (hdr->data_crc != eager_crc(p, frag_len)) {
+        return PML_DR2_HDR_ERR_HDR_CRC; /* header or payload: one check for both */
     }
     return PML_DR2_HDR_OK;
 }
@@ -353,6 +504,10 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
     const unsigned char *p = buf;
     pml_dr2_hdr_status_t status;
 
+    if (buf_len >= PML_DR2_HDR_COMMON_LEN && PML_DR2_HDR_EAGER == p[OFF_TYPE]
+        && PML_DR2_HDR_VERSION == p[OFF_VERSION]) {
+        return decode_eager(p, buf_len, max_payload, hdr);
+    }
     if ((status = decode_common(p, buf_len, hdr)) != PML_DR2_HDR_OK
         || (status = decode_body(p, hdr)) != PML_DR2_HDR_OK
         || (status = check_fields(hdr, max_payload)) != PML_DR2_HDR_OK) {
@@ -370,7 +525,7 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode(const void *buf, size_t buf_len, uint32_
 {
     pml_dr2_hdr_status_t status = pml_dr2_hdr_decode_header(buf, buf_len, max_payload, hdr);
 
-    if (status != PML_DR2_HDR_OK) {
+    if (status != PML_DR2_HDR_OK || pml_dr2_hdr_payload_checked(hdr)) {
         return status;
     }
     /* Also for an empty payload: its data_crc must then be 0, the CRC of nothing. */
@@ -384,6 +539,10 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode(const void *buf, size_t buf_len, uint32_
 
 pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *buf, void *dst)
 {
+    if (pml_dr2_hdr_payload_checked(hdr)) {
+        memcpy(dst, (const unsigned char *) buf + hdr->hdr_len, hdr->frag_len);
+        return PML_DR2_HDR_OK;
+    }
     uint32_t crc = pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, dst,
                                        (const unsigned char *) buf + hdr->hdr_len,
                                        hdr->frag_len);

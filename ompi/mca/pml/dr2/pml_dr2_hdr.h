@@ -8,11 +8,12 @@
  * Every header starts with the same 8 bytes:
  *
  *   off size field     meaning
- *     0  u8   type     PML_DR2_HDR_MATCH .. PML_DR2_HDR_NACK
+ *     0  u8   type     PML_DR2_HDR_MATCH .. PML_DR2_HDR_EAGER
  *     1  u8   flags    PML_DR2_HDR_FLAG_*; a flag not defined for the type is an error
  *     2  u8   version  PML_DR2_HDR_VERSION
  *     3  u8   hdr_len  header bytes, exactly pml_dr2_hdr_size(type)
  *     4  u32  hdr_crc  CRC32C of the hdr_len header bytes, this field taken as zero
+ *                      (EAGER: of the header bytes and then the payload)
  *
  * The three data headers (MATCH, RNDV, FRAG) are followed by frag_len payload bytes and
  * carry data_crc, the CRC32C of that payload. Since data_crc is inside the header, hdr_crc
@@ -63,6 +64,27 @@
  *    12  u64  mask       bit i = fragment i; never 0
  *    20                  (PML_DR2_HDR_ACK_LEN)
  *
+ * EAGER: a whole eager message in one fragment (the common small message), with room for
+ * one ACK riding along, and ONE checksum: hdr_crc is the CRC32C of the header bytes (this
+ * field taken as zero) followed by the frag_len payload bytes. The payload is small, so the
+ * receiver checks the whole fragment before it acts on any field (no data_crc, no separate
+ * ACK header with a CRC of its own). Its vfrag has one fragment and id `vfrag`, exactly as a
+ * MATCH with frag_count 1 and msg_len == frag_len, which is what a receiver makes of it. A
+ * corrupt EAGER fails that one check and is dropped without a NACK (no field of it can be
+ * trusted, not even its vfrag id): the sender's ACK timer resends it.
+ *
+ *     8  u32  ctx        communicator context id
+ *    12  i32  src        sender's rank in the communicator (>= 0)
+ *    16  i32  tag
+ *    20  u16  seq        matching sequence per (communicator, peer)
+ *    22  u16  reserved   0
+ *    24  u32  vfrag      vfrag id (per peer): the message's only vfrag
+ *    28  u32  frag_len   payload bytes after the header; also the message length
+ *    32  u32  ack_vfrag  a piggybacked ACK (the sender's peer being the receiver): vfrag id,
+ *    36  u64  ack_mask   and its mask; both 0 when no ACK rides along. Flag MATCHED here
+ *                        flags that ACK (never set without one).
+ *    44                  (PML_DR2_HDR_EAGER_LEN)
+ *
  * An ACK flagged MATCHED for the vfrag of a RNDV (or of a MATCH flagged SYNC) also says
  * the receiver matched the message: send the rest / the synchronous send is complete. It
  * is idempotent like any ACK: a sender still waiting for it resends the RNDV (flagged
@@ -86,12 +108,14 @@ typedef enum {
     PML_DR2_HDR_FRAG = 3,
     PML_DR2_HDR_ACK = 4,
     PML_DR2_HDR_NACK = 5,
+    PML_DR2_HDR_EAGER = 6,
 } pml_dr2_hdr_type_t;
 
 #define PML_DR2_HDR_COMMON_LEN 8
 #define PML_DR2_HDR_MATCH_LEN 44 /* MATCH and RNDV */
 #define PML_DR2_HDR_FRAG_LEN 44
 #define PML_DR2_HDR_ACK_LEN 20 /* ACK and NACK */
+#define PML_DR2_HDR_EAGER_LEN 44
 #define PML_DR2_HDR_MAX_LEN 44
 
 /* Fragments per vfrag: one bit each in a 64-bit ACK mask. */
@@ -103,7 +127,8 @@ typedef enum {
 #define PML_DR2_HDR_FLAG_ACK_NOW 0x02
 /* MATCH, RNDV: synchronous send: answer with an ACK flagged MATCHED once matched. */
 #define PML_DR2_HDR_FLAG_SYNC 0x04
-/* ACK: the receiver matched the message whose first vfrag is acknowledged. */
+/* ACK (and EAGER's piggybacked ACK): the receiver matched the message whose first vfrag
+ * is acknowledged. */
 #define PML_DR2_HDR_FLAG_MATCHED 0x08
 
 /* MATCH and RNDV. */
@@ -138,9 +163,12 @@ typedef struct {
     uint8_t flags;     /* PML_DR2_HDR_FLAG_* */
     uint8_t hdr_len;   /* filled in by encode and decode */
     uint32_t frag_len; /* payload bytes (data headers; 0 for ACK/NACK) */
-    uint32_t data_crc; /* CRC32C of the payload (data headers; 0 for ACK/NACK) */
+    uint32_t data_crc; /* CRC32C of the payload (data headers; 0 for ACK/NACK). EAGER:
+                        * the wire hdr_crc over header and payload (checked by decode) */
+    /* EAGER: the ACK riding along (mask 0: none); zero for every other type */
+    pml_dr2_ack_hdr_t piggy_ack;
     union {
-        pml_dr2_match_hdr_t match; /* MATCH, RNDV */
+        pml_dr2_match_hdr_t match; /* MATCH, RNDV; EAGER (frag_count 1, msg_len frag_len) */
         pml_dr2_frag_hdr_t frag;   /* FRAG */
         pml_dr2_ack_hdr_t ack;     /* ACK, NACK */
     };
@@ -183,11 +211,13 @@ static inline size_t pml_dr2_hdr_wire_len(const pml_dr2_hdr_t *hdr)
 /* Write the header (not the payload) at buf: data_crc must already be the payload's CRC.
  * Sets hdr->hdr_len (and, for ACK and NACK, frag_len and data_crc to 0). Returns the header
  * length, or 0 if buf_len is too small or the header would not pass decode (a bug in the
- * caller, not a wire error). */
+ * caller, not a wire error). EAGER: its checksum covers the payload, which must already be
+ * at buf + PML_DR2_HDR_EAGER_LEN (buf_len covering both); sets data_crc to that checksum. */
 size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len);
 
 /* Encode a data header followed by a copy of payload[0 .. payload_len-1], checksummed while
- * it is copied; sets hdr->frag_len and hdr->data_crc. Returns the wire length, or 0. */
+ * it is copied; sets hdr->frag_len and hdr->data_crc (EAGER: also match.msg_len and
+ * match.frag_count, which it implies). Returns the wire length, or 0. */
 size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const void *payload,
                         uint32_t payload_len);
 
@@ -199,7 +229,9 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode(const void *buf, size_t buf_len, uint32_
 
 /* Everything pml_dr2_hdr_decode checks except the payload checksum, for a receiver that
  * checks the payload while copying it out with pml_dr2_hdr_unpack (or its own fused copy
- * compared with hdr->data_crc). The header itself is fully checked: it can be acted on. */
+ * compared with hdr->data_crc). The header itself is fully checked: it can be acted on.
+ * EAGER: its one checksum covers the payload too, so the payload is checked here already
+ * (pml_dr2_hdr_payload_checked): copy it out with a plain copy. */
 pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
                                                uint32_t max_payload, pml_dr2_hdr_t *hdr);
 
@@ -207,6 +239,12 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
  * buffer) to dst[0 .. frag_len-1], checking it on the way: PML_DR2_HDR_OK or
  * PML_DR2_HDR_ERR_DATA_CRC (dst then holds the corrupt bytes: do not act on them). */
 pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *buf, void *dst);
+
+/* The payload of this decoded header was checked with its header (EAGER). */
+static inline int pml_dr2_hdr_payload_checked(const pml_dr2_hdr_t *hdr)
+{
+    return PML_DR2_HDR_EAGER == hdr->type;
+}
 
 /* A short name for a status ("ok", "hdr-crc", ...), for counters and logs. */
 const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status);

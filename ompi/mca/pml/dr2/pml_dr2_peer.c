@@ -502,7 +502,9 @@ void mca_pml_dr2_peer_acks_sent(mca_pml_dr2_peer_t *peer, int n)
         }
     }
     if (n > 0) {
-        memmove(&peer->acks[0], &peer->acks[n], sizeof(peer->acks[0]) * (peer->nacks - n));
+        if (n < peer->nacks) { /* usually all of them went: nothing to move */
+            memmove(&peer->acks[0], &peer->acks[n], sizeof(peer->acks[0]) * (peer->nacks - n));
+        }
         peer->nacks -= n;
         peer->acks_since = mca_pml_dr2.progress_pass;
     }

@@ -83,10 +83,25 @@ void mca_pml_dr2_rxmsg_send_matched(mca_pml_dr2_rxmsg_t *msg)
     mca_pml_dr2_peer_flush_acks(msg->peer);
 }
 
+/* Every one of the message's msg_len bytes is in the request's buffer (as far as it
+ * holds them): complete the receive. */
+static void complete_received(mca_pml_dr2_recv_request_t *req, uint64_t msg_len)
+{
+    int error = MPI_SUCCESS;
+
+    if (msg_len > req->capacity) {
+        error = MPI_ERR_TRUNCATE;
+        req->req_recv.req_base.req_ompi.req_status._ucount = req->capacity;
+    } else {
+        req->req_recv.req_base.req_ompi.req_status._ucount = msg_len;
+    }
+    mca_pml_dr2_recv_request_complete(req, error);
+}
+
 void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
 {
     mca_pml_dr2_recv_request_t *req = msg->req;
-    int error = MPI_SUCCESS;
+    uint64_t msg_len = msg->msg_len;
 
     if (msg == delivering || NULL == req || msg->bytes_received < msg->msg_len) {
         return;
@@ -95,16 +110,10 @@ void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
         /* an unexpected eager message: its data was checked on arrival */
         (void) mca_pml_dr2_recv_request_unpack(req, 0, msg->buf, (uint32_t) msg->msg_len, false, 0);
     }
-    if (msg->msg_len > req->capacity) {
-        error = MPI_ERR_TRUNCATE;
-        req->req_recv.req_base.req_ompi.req_status._ucount = req->capacity;
-    } else {
-        req->req_recv.req_base.req_ompi.req_status._ucount = msg->msg_len;
-    }
     req->msg = NULL;
     msg->req = NULL;
     mca_pml_dr2_rxmsg_release(msg);
-    mca_pml_dr2_recv_request_complete(req, error);
+    complete_received(req, msg_len);
 }
 
 /* ---- matching ---------------------------------------------------------------------------- */
@@ -193,7 +202,9 @@ void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *m
 static bool place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset, const unsigned char *payload,
                           const pml_dr2_hdr_t *hdr)
 {
-    bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+    /* EAGER: checked with its header by the codec already */
+    bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum
+                 && !pml_dr2_hdr_payload_checked(hdr);
 
     if (0 == hdr->frag_len) {
         return !check || 0 == hdr->data_crc;
@@ -292,6 +303,10 @@ static mca_pml_dr2_rxmsg_t *rxmsg_lookup(mca_pml_dr2_peer_t *peer, uint32_t msg_
 {
     void *msg = NULL;
 
+    /* small messages received at once are never indexed: the table is mostly empty */
+    if (0 == opal_hash_table_get_size(&peer->rx_msgs)) {
+        return NULL;
+    }
     if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&peer->rx_msgs, msg_id, &msg)) {
         return NULL;
     }
@@ -414,6 +429,57 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     rxmsg_put(msg);
 }
 
+/* The common small message: an EAGER (checked whole by the codec) that is the next in
+ * sequence from its sender, with nothing of that sender waiting out of order and no
+ * message or vfrag of the peer half received, taken by the first posted receive that
+ * matches. Its payload goes straight into the receive, its vfrag is marked and
+ * acknowledged: no message object, no index. The decisions are the general path's (the
+ * duplicate window, the sender's rank, revoked tags, matching order); anything else, and
+ * an EAGER no posted receive takes, returns false for handle_match. */
+static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
+                              const unsigned char *payload)
+{
+    uint32_t id = hdr->match.vfrag;
+    ompi_communicator_t *comm;
+    mca_pml_dr2_comm_t *dcomm;
+    mca_pml_dr2_comm_proc_t *cp;
+    mca_pml_dr2_recv_request_t *req;
+
+    if (0 != opal_hash_table_get_size(&peer->rx_msgs)
+        || 0 != opal_hash_table_get_size(&peer->rx_vfrags)
+        || hdr->match.msg_len > MCA_PML_DR2_EAGER_LIMIT_MAX
+        || PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id)) {
+        return false;
+    }
+    comm = ompi_comm_lookup(hdr->match.ctx);
+    if (NULL == comm || NULL == comm->c_pml_comm
+        || hdr->match.src >= comm->c_remote_group->grp_proc_count
+        || mca_pml_dr2_comm_peer(comm, hdr->match.src) != peer
+        || tag_revoked(comm, hdr->match.tag)) {
+        return false;
+    }
+    dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    cp = &dcomm->procs[hdr->match.src];
+    if (hdr->match.seq != cp->expected_seq || !opal_list_is_empty(&cp->out_of_order)) {
+        return false;
+    }
+    OPAL_LIST_FOREACH (req, &dcomm->posted, mca_pml_dr2_recv_request_t) {
+        if (mca_pml_dr2_tag_matches(req->req_recv.req_base.req_peer,
+                                    req->req_recv.req_base.req_tag, hdr->match.src,
+                                    hdr->match.tag)) {
+            opal_list_remove_item(&dcomm->posted, (opal_list_item_t *) req);
+            cp->expected_seq++;
+            (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
+            mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
+            (void) mca_pml_dr2_recv_request_unpack(req, 0, payload, hdr->frag_len, false, 0);
+            mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
+            complete_received(req, hdr->match.msg_len);
+            return true;
+        }
+    }
+    return false;
+}
+
 static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                         const unsigned char *payload)
 {
@@ -439,6 +505,23 @@ static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
         mca_pml_dr2.counters.malformed++; /* data we never asked for, or a bad layout */
         return;
     }
+}
+
+/* The ACK an EAGER carries is handled as the ACK header it replaces would be, after the
+ * data (where that header used to follow it in the segment). */
+static void handle_piggybacked_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *eager)
+{
+    pml_dr2_hdr_t ack;
+
+    ack.type = PML_DR2_HDR_ACK;
+    ack.flags = eager->flags & PML_DR2_HDR_FLAG_MATCHED;
+    ack.hdr_len = PML_DR2_HDR_ACK_LEN;
+    ack.frag_len = 0;
+    ack.data_crc = 0;
+    ack.piggy_ack.vfrag = 0;
+    ack.piggy_ack.mask = 0;
+    ack.ack = eager->piggy_ack;
+    mca_pml_dr2_vfrag_ack(peer, &ack);
 }
 
 void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len)
@@ -469,6 +552,15 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             mca_pml_dr2.counters.frags_received++;
             handle_frag(peer, &hdr, payload);
             break;
+        case PML_DR2_HDR_EAGER:
+            mca_pml_dr2.counters.frags_received++;
+            if (!eager_receive_now(peer, &hdr, payload)) {
+                handle_match(peer, &hdr, payload);
+            }
+            if (0 != hdr.piggy_ack.mask && !peer->failed) { /* as the ACK header would be */
+                handle_piggybacked_ack(peer, &hdr);
+            }
+            break;
         case PML_DR2_HDR_ACK:
             mca_pml_dr2_vfrag_ack(peer, &hdr);
             break;
@@ -496,7 +588,7 @@ void mca_pml_dr2_drain_deferred(void)
 
 /* A segment from a BTL endpoint that is not one of the BML endpoints we mapped: a BTL can
  * create endpoints of its own, e.g. btl/tcp when a process of another job (MPI_Comm_spawn)
- * connects before the BML added it. The sender is learnt from a MATCH or RNDV header
+ * connects before the BML added it. The sender is learnt from a MATCH, RNDV or EAGER header
  * (checked, so its communicator and rank can be trusted as much as any header); other
  * headers carry no sender and are dropped until then (the sender's timers resend them). */
 static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
@@ -510,7 +602,8 @@ static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
 
     if (NULL == ep || 1 != desc->des_segment_count
         || PML_DR2_HDR_OK != pml_dr2_hdr_decode_header(seg->seg_addr.pval, seg->seg_len, max, &hdr)
-        || (PML_DR2_HDR_MATCH != hdr.type && PML_DR2_HDR_RNDV != hdr.type)) {
+        || (PML_DR2_HDR_MATCH != hdr.type && PML_DR2_HDR_RNDV != hdr.type
+            && PML_DR2_HDR_EAGER != hdr.type)) {
         return NULL;
     }
     comm = ompi_comm_lookup(hdr.match.ctx);

@@ -121,18 +121,15 @@ static mca_pml_dr2_recv_request_t *recv_request_alloc(void *buf, size_t count,
 
 /* ---- matching --------------------------------------------------------------------------- */
 
-void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
-                                      struct mca_pml_dr2_rxmsg_t *msg)
+void mca_pml_dr2_recv_request_bind(mca_pml_dr2_recv_request_t *req, int src, int tag,
+                                   ompi_proc_t *proc)
 {
     mca_pml_base_request_t *base = &req->req_recv.req_base;
 
-    req->msg = msg;
     req->posted = false;
-    msg->req = req;
-    msg->matched = true;
-    base->req_ompi.req_status.MPI_SOURCE = msg->src;
-    base->req_ompi.req_status.MPI_TAG = msg->tag;
-    base->req_proc = msg->peer->proc;
+    base->req_ompi.req_status.MPI_SOURCE = src;
+    base->req_ompi.req_status.MPI_TAG = tag;
+    base->req_proc = proc;
     req->capacity = 0;
     req->contiguous = true;
     if (base->req_count > 0 && base->req_datatype->super.size > 0) {
@@ -142,6 +139,15 @@ void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
         opal_convertor_get_packed_size(&base->req_convertor, &req->capacity);
         req->contiguous = !opal_convertor_need_buffers(&base->req_convertor);
     }
+}
+
+void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
+                                      struct mca_pml_dr2_rxmsg_t *msg)
+{
+    req->msg = msg;
+    msg->req = req;
+    msg->matched = true;
+    mca_pml_dr2_recv_request_bind(req, msg->src, msg->tag, msg->peer->proc);
     if (!req->contiguous && NULL == msg->buf && msg->msg_len > 0) {
         /* A non-contiguous buffer gets the message through a contiguous staging copy,
          * unpacked once complete: fragments arrive in any order under loss, and the

@@ -108,6 +108,7 @@ void pml_dr2_rx_classify(const pml_dr2_window_t *win, const pml_dr2_hdr_t *hdr,
     switch (hdr->type) {
     case PML_DR2_HDR_MATCH:
     case PML_DR2_HDR_RNDV:
+    case PML_DR2_HDR_EAGER: /* a MATCH of one fragment holding the whole message */
         classify_match(win, hdr, msg, eager_limit, d);
         break;
     case PML_DR2_HDR_FRAG:

@@ -125,7 +125,8 @@ typedef struct {
     const mca_pml_dr2_vfrag_t *v;
     unsigned index;
     uint8_t flags;
-    int acks; /* queued ACKs of the peer to piggyback after the payload */
+    int acks;  /* queued ACKs of the peer to piggyback (the first `inline_ack` in the header) */
+    int inline_ack; /* EAGER: 1 if the peer's first queued ACK rides inside the header */
 } frag_ctx_t;
 
 static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned index)
@@ -195,23 +196,74 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     return PML_DR2_HDR_MAX_LEN + flen;
 }
 
+/* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
+ * over header and payload, and the first ACK we owe the peer inside the header. Not with
+ * pml_dr2_checksum=none: EAGER's checksum always covers the payload. */
+static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned index)
+{
+    const mca_pml_dr2_txmsg_t *msg = v->msg;
+
+    return 0 == index && PML_DR2_HDR_MATCH == v->kind && 1 == v->nfrags
+           && v->len == msg->msg_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
+           && 0 == msg->match_flags && MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+}
+
+static size_t fill_eager(void *vctx, unsigned char *buf, size_t len)
+{
+    frag_ctx_t *ctx = vctx;
+    mca_pml_dr2_txmsg_t *msg = ctx->v->msg;
+    size_t n;
+    pml_dr2_hdr_t hdr;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = PML_DR2_HDR_EAGER;
+    hdr.flags = ctx->flags;
+    hdr.match.ctx = msg->ctx;
+    hdr.match.src = msg->src;
+    hdr.match.tag = msg->tag;
+    hdr.match.seq = msg->seq;
+    hdr.match.vfrag = ctx->v->id;
+    if (ctx->inline_ack) {
+        const mca_pml_dr2_pending_ack_t *a = &msg->peer->acks[0];
+        hdr.piggy_ack.vfrag = a->vfrag;
+        hdr.piggy_ack.mask = a->mask;
+        hdr.flags |= a->flags & PML_DR2_HDR_FLAG_MATCHED;
+    }
+    n = pml_dr2_hdr_pack(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
+    if (ctx->acks > ctx->inline_ack) {
+        /* the ACKs that did not fit in the header follow it */
+        n += mca_pml_dr2_peer_encode_acks(msg->peer, ctx->inline_ack, ctx->acks - ctx->inline_ack,
+                                          buf + n, len - n);
+    }
+    return n;
+}
+
 static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v, unsigned index,
                          uint8_t flags)
 {
     size_t len = PML_DR2_HDR_MAX_LEN + frag_payload_len(v, index);
-    frag_ctx_t ctx = {v, index, flags, 0};
+    frag_ctx_t ctx = {v, index, flags, 0, 0};
+    bool eager = is_eager_fragment(v, index);
     int rc;
 
     if (peer->nacks > 0) {
         /* Piggyback the ACKs we owe the peer, as far as they fit in the BTL's eager size
          * (a small segment stays small; large fragments go alone). */
         size_t limit = peer->bml_endpoint->btl_eager.bml_btls[0].btl->btl_eager_limit;
+        if (eager && PML_DR2_HDR_ACK == peer->acks[0].type) {
+            ctx.inline_ack = ctx.acks = 1;
+        }
         if (len < limit) {
-            ctx.acks = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
-            len += (size_t) ctx.acks * PML_DR2_HDR_ACK_LEN;
+            int more = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
+            if (more > peer->nacks - ctx.inline_ack) {
+                more = peer->nacks - ctx.inline_ack;
+            }
+            ctx.acks += more;
+            len += (size_t) more * PML_DR2_HDR_ACK_LEN;
         }
     }
-    rc = mca_pml_dr2_peer_send_segment(peer, len, 1 == v->nfrags, fill_fragment, &ctx);
+    rc = mca_pml_dr2_peer_send_segment(peer, len, 1 == v->nfrags,
+                                       eager ? fill_eager : fill_fragment, &ctx);
     if (OMPI_SUCCESS == rc) {
         mca_pml_dr2.counters.frags_sent++;
         if (ctx.acks > 0) {
@@ -234,8 +286,10 @@ static bool window_has_room(mca_pml_dr2_peer_t *peer)
     return (uint32_t) (peer->tx_next_id - oldest->id) < mca_pml_dr2.window;
 }
 
-static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
-                                         uint64_t offset, uint64_t len)
+/* A new vfrag of the message, in flight (indexed, timed) but not yet counted as pending:
+ * the caller either sends it at once or counts it (vfrag_create). */
+static mca_pml_dr2_vfrag_t *vfrag_new(mca_pml_dr2_txmsg_t *msg, uint8_t kind, uint64_t offset,
+                                      uint64_t len)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
     mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) opal_free_list_get_st(&mca_pml_dr2.vfrags);
@@ -263,9 +317,25 @@ static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
     opal_list_append(&peer->tx_unacked, &v->super.super);
     vfrag_index(peer, v);
     msg->vfrags_live++;
-    peer->tx_pending++;
     mca_pml_dr2.timers_armed++;
+    return v;
+}
+
+/* Its fragments wait for peer_push (now, or from progress when the BTL is full). */
+static inline void vfrag_count_pending(mca_pml_dr2_peer_t *peer)
+{
+    peer->tx_pending++;
     mca_pml_dr2_peer_set_work(peer);
+}
+
+static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
+                                         uint64_t offset, uint64_t len)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_new(msg, kind, offset, len);
+
+    if (NULL != v) {
+        vfrag_count_pending(msg->peer);
+    }
     return v;
 }
 
@@ -371,11 +441,55 @@ static void schedule_blocked(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* The common small message: an eager message of one fragment, with nothing of the peer
+ * waiting to be sent before it. Its vfrag is created and its fragment sent at once, as
+ * peer_push would send it, without entering the peer's pending count and work list only to
+ * leave them again. The vfrag is then in flight exactly as after peer_push: kept until
+ * acknowledged, resent on its timer or a NACK. False if the message does not qualify (or
+ * no vfrag is available): the general path takes it. */
+static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+    mca_pml_dr2_vfrag_t *v;
+    int rc;
+
+    if (msg->rndv || msg->msg_len > msg->frag_len || 0 != peer->tx_pending || peer->failed
+        || !opal_list_is_empty(&peer->tx_blocked) || !window_has_room(peer)) {
+        return false;
+    }
+    v = vfrag_new(msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
+    if (NULL == v) {
+        return false;
+    }
+    msg->msg_id = v->id;
+    msg->has_id = true;
+    msg->next_offset = msg->msg_len;
+    msg->state = MCA_PML_DR2_TX_DRAINING;
+    /* its only fragment is the last one this round sends: ask for the ACK now */
+    rc = send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW);
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        v->pending = 0;
+        v->sent = 1;
+        vfrag_rearm(peer, v);
+        mca_pml_dr2_peer_set_work(peer); /* the ACKs it carried may have been all there were */
+        return true;
+    }
+    /* not sent: pending, for peer_push (from progress), as any other fragment */
+    vfrag_count_pending(peer);
+    if (OMPI_ERR_UNREACH == rc) {
+        mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+    }
+    return true;
+}
+
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
 
     msg->state = MCA_PML_DR2_TX_SCHEDULING;
+    if (txmsg_send_single(msg)) {
+        return;
+    }
     if (!opal_list_is_empty(&peer->tx_blocked)) {
         /* others are waiting for window space: queue behind them */
         opal_list_append(&peer->tx_blocked, &msg->super.super);
@@ -431,7 +545,9 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
     }
     vfrag_free(v);
     txmsg_maybe_done(msg);
-    schedule_blocked(peer);
+    if (!opal_list_is_empty(&peer->tx_blocked)) {
+        schedule_blocked(peer); /* the window has room again */
+    }
     mca_pml_dr2_peer_set_work(peer);
 }
 

@@ -43,6 +43,11 @@ typedef enum {
  * latency, not bandwidth, dominates; a message object then takes about 1.2 KiB. */
 #define MCA_PML_DR2_INLINE_MAX 1024
 
+/* Messages up to this size that fit one fragment go as one EAGER header (pml_dr2_hdr.h):
+ * the receiver checks header and payload in one pass before placing the payload with a
+ * plain copy, which only pays while the payload is small. */
+#define MCA_PML_DR2_EAGER_HDR_MAX 1024
+
 typedef struct mca_pml_dr2_txmsg_t {
     opal_free_list_item_t super; /* from mca_pml_dr2.txmsgs; on peer->tx_blocked or
                                   * peer->tx_await_match */
