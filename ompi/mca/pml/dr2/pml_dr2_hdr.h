@@ -85,7 +85,7 @@
  *                        flags that ACK (never set without one).
  *    44                  (PML_DR2_HDR_EAGER_LEN)
  *
- * An ACK flagged MATCHED for the vfrag of a RNDV (or of a MATCH flagged SYNC) also says
+ * An ACK flagged MATCHED for the vfrag of a RNDV also says
  * the receiver matched the message: send the rest / the synchronous send is complete. It
  * is idempotent like any ACK: a sender still waiting for it resends the RNDV (flagged
  * RETRANSMIT) on its timer, and the receiver answers that duplicate with ACK|MATCHED once
@@ -125,7 +125,9 @@ typedef enum {
 #define PML_DR2_HDR_FLAG_RETRANSMIT 0x01
 /* MATCH, RNDV, FRAG: acknowledge this vfrag now rather than waiting to coalesce. */
 #define PML_DR2_HDR_FLAG_ACK_NOW 0x02
-/* MATCH, RNDV: synchronous send: answer with an ACK flagged MATCHED once matched. */
+/* MATCH, RNDV: a synchronous send. Valid on the wire, never set by dr2 and ignored by its
+ * receivers: dr2 sends every synchronous message by rendezvous, whose MATCHED go-ahead
+ * already tells the sender that the receive matched. */
 #define PML_DR2_HDR_FLAG_SYNC 0x04
 /* ACK (and EAGER's piggybacked ACK): the receiver matched the message whose first vfrag
  * is acknowledged. */

@@ -31,7 +31,6 @@ static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
     msg->in_hash = false;
     msg->bytes_received = 0;
     msg->rndv = false;
-    msg->sync = false;
 }
 
 OBJ_CLASS_INSTANCE(mca_pml_dr2_rxmsg_t, opal_free_list_item_t, rxmsg_construct, NULL);
@@ -380,7 +379,6 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     msg->tag = hdr->match.tag;
     msg->seq = hdr->match.seq;
     msg->rndv = rndv;
-    msg->sync = 0 != (hdr->flags & PML_DR2_HDR_FLAG_SYNC);
     msg->msg_id = id;
     msg->msg_len = hdr->match.msg_len;
     if (!whole) {

@@ -29,7 +29,6 @@ typedef struct mca_pml_dr2_rxmsg_t {
     int32_t tag;
     uint16_t seq;
     bool rndv;
-    bool sync;
     bool matched;  /* bound to a receive request (or taken by a matched probe) */
     bool in_hash;  /* in peer->rx_msgs */
     uint32_t msg_id;

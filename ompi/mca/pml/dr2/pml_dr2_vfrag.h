@@ -60,7 +60,7 @@ typedef struct mca_pml_dr2_txmsg_t {
     int32_t src;
     int32_t tag;
     uint16_t seq;
-    uint8_t match_flags; /* PML_DR2_HDR_FLAG_SYNC */
+    uint8_t match_flags; /* flags for the MATCH/RNDV header; none used today (see FLAG_SYNC) */
     uint32_t msg_id;     /* vfrag id of the MATCH or RNDV; 0 until assigned */
     bool has_id;
     uint64_t msg_len;
