@@ -233,7 +233,7 @@ static size_t closing_inflight(void)
 
     OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
         if (peer->closing && !peer->gone && ompi_proc_is_active(peer->proc)) {
-            n += (size_t) peer->inflight;
+            n += (size_t) mca_pml_dr2_peer_inflight(peer);
         }
     }
     return n;

@@ -297,17 +297,8 @@ static SSE42_FN uint32_t sse42_1way_copy(uint32_t crc, unsigned char *dst,
 }
 
 /* A header is short (20 or 44 bytes): one stream, the first word loaded with its checksum
- * bytes masked off (x86 is little-endian: bytes 4..7 are the word's high half). */
-static SSE42_FN uint32_t sse42_header(const unsigned char *p, size_t len)
-{
-    uint64_t first = load64(p) & UINT64_C(0x00000000FFFFFFFF);
-    uint32_t crc = (uint32_t) _mm_crc32_u64(~0u, first);
-
-    return sse42_one_stream(crc, NULL, p + 8, len - 8, 0);
-}
-
-/* Header and payload in one function: no indirect call in between, and a short payload
- * goes straight to the single stream. */
+ * bytes masked off (x86 is little-endian: bytes 4..7 are the word's high half). Inline, so
+ * that a constant length unrolls the stream. */
 SSE42_INLINE uint32_t sse42_header_inline(const unsigned char *p, size_t len)
 {
     uint64_t first = load64(p) & UINT64_C(0x00000000FFFFFFFF);
@@ -315,6 +306,13 @@ SSE42_INLINE uint32_t sse42_header_inline(const unsigned char *p, size_t len)
     return sse42_one_stream((uint32_t) _mm_crc32_u64(~0u, first), NULL, p + 8, len - 8, 0);
 }
 
+static SSE42_FN uint32_t sse42_header(const unsigned char *p, size_t len)
+{
+    return sse42_header_inline(p, len);
+}
+
+/* Header and payload in one function: no indirect call in between, and a short payload
+ * goes straight to the single stream. */
 static SSE42_FN uint32_t sse42_header_payload(const unsigned char *hdr, size_t hdr_len,
                                               unsigned char *dst, const unsigned char *src,
                                               size_t len)

@@ -349,12 +349,7 @@ size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const voi
             return 0;
         }
         /* the header first, then the payload checksummed while it is copied after it */
-        hdr->hdr_len = (uint8_t) len;
-        p[OFF_TYPE] = hdr->type;
-        p[OFF_FLAGS] = hdr->flags;
-        p[OFF_VERSION] = PML_DR2_HDR_VERSION;
-        p[OFF_HDR_LEN] = hdr->hdr_len;
-        encode_eager_body(hdr, p);
+        encode_fields(hdr, p, len);
         hdr->data_crc = pml_dr2_crc32c_header_payload(p, len, p + len, payload, payload_len);
         put_u32(p + OFF_HDR_CRC, hdr->data_crc);
         return len + payload_len;
@@ -444,12 +439,12 @@ static pml_dr2_hdr_status_t decode_body(const unsigned char *p, pml_dr2_hdr_t *h
 }
 
 /* EAGER, the header of every small message, decoded in one pass: the checks other types
- * get from decode_common, decode_body and check_fields, in the same order, without
- * looking the type up twice; the checksum last, once the payload is known to be there. */
+ * get from decode_common, decode_body and check_fields, without looking the type up
+ * twice; the checksum last, once the payload is known to be there. */
 static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
                                          uint32_t max_payload, pml_dr2_hdr_t *hdr)
 {
-    uint8_t flags = p[OFF_FLAGS];
+    pml_dr2_hdr_status_t status;
     uint32_t frag_len;
 
     if (p[OFF_HDR_LEN] != PML_DR2_HDR_EAGER_LEN) {
@@ -460,7 +455,7 @@ static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
     }
     memset(hdr, 0, sizeof(*hdr));
     hdr->type = PML_DR2_HDR_EAGER;
-    hdr->flags = flags;
+    hdr->flags = p[OFF_FLAGS];
     hdr->hdr_len = PML_DR2_HDR_EAGER_LEN;
     if (get_u16(p + EAGER_OFF_RESERVED) != 0) {
         return PML_DR2_HDR_ERR_RESERVED;
@@ -476,18 +471,8 @@ static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
     hdr->piggy_ack.vfrag = get_u32(p + EAGER_OFF_ACK_VFRAG);
     hdr->piggy_ack.mask = get_u64(p + EAGER_OFF_ACK_MASK);
     hdr->data_crc = get_u32(p + OFF_HDR_CRC);
-    if ((flags & ~type_info[PML_DR2_HDR_EAGER].flags) != 0) {
-        return PML_DR2_HDR_ERR_FLAGS;
-    }
-    if (hdr->match.src < 0) {
-        return PML_DR2_HDR_ERR_RANK;
-    }
-    if (0 == hdr->piggy_ack.mask
-        && (0 != hdr->piggy_ack.vfrag || 0 != (flags & PML_DR2_HDR_FLAG_MATCHED))) {
-        return 0 != hdr->piggy_ack.vfrag ? PML_DR2_HDR_ERR_RESERVED : PML_DR2_HDR_ERR_FLAGS;
-    }
-    if (frag_len > max_payload) {
-        return PML_DR2_HDR_ERR_TOO_LONG;
+    if ((status = check_eager_fields(hdr, max_payload)) != PML_DR2_HDR_OK) {
+        return status;
     }
     if (frag_len > buf_len - PML_DR2_HDR_EAGER_LEN) {
         return PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED;

@@ -23,7 +23,6 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->failure_handled = false;
     peer->closing = false;
     peer->gone = false;
-    peer->inflight = 0;
     peer->tx_handed = 0;
     peer->tx_completed = 0;
     peer->wdog_completed_seen = 0;
@@ -222,7 +221,6 @@ uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer)
 /* The BTL is done with one of our descriptors (sent, failed or never taken). */
 static inline void send_descriptor_done(mca_pml_dr2_peer_t *peer)
 {
-    (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, -1);
     (void) OPAL_THREAD_ADD_FETCH64(&peer->tx_completed, 1);
 }
 
@@ -263,7 +261,6 @@ static int btl_send(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
 
     des->des_cbfunc = send_complete;
     des->des_cbdata = peer;
-    (void) OPAL_THREAD_ADD_FETCH32(&peer->inflight, 1);
     peer->tx_handed++;
     mca_pml_dr2.sending_des = des;
     mca_pml_dr2.sending_des_completed = false;
@@ -413,7 +410,8 @@ int mca_pml_dr2_watchdog_check(uint64_t now)
     OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
         int64_t completed = peer->tx_completed;
 
-        if (0 == peer->inflight || completed != peer->wdog_completed_seen || we_were_away) {
+        if (0 == mca_pml_dr2_peer_inflight(peer) || completed != peer->wdog_completed_seen
+            || we_were_away) {
             /* nothing queued in the BTL, or it is moving: start over */
             peer->wdog_completed_seen = completed;
             peer->wdog_since_us = now;
@@ -430,8 +428,8 @@ int mca_pml_dr2_watchdog_check(uint64_t now)
                     "pml:dr2: the transport to %s completed none of the %d segments it holds "
                     "for us within pml_dr2_local_timeout_us (%u us): its ACK timers stop "
                     "waiting for them",
-                    OMPI_NAME_PRINT(&peer->proc->super.proc_name), (int) peer->inflight,
-                    mca_pml_dr2.local_timeout_us);
+                    OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                    (int) mca_pml_dr2_peer_inflight(peer), mca_pml_dr2.local_timeout_us);
         mca_pml_dr2_peer_need_arming(peer); /* the vfrags that waited get their timers now */
         work++;
     }

@@ -30,14 +30,13 @@ typedef struct mca_pml_dr2_peer_t {
     bool failure_handled; /* its messages abandoned, ULFM told */
     bool closing; /* MPI_Finalize: del_procs is tearing the peer down */
     bool gone;    /* during teardown, a BTL failed a send to it: it has left already */
-    /* Our descriptors a BTL holds and has not completed yet (their completion callback is
-     * still to come). Updated from BTL callbacks, possibly in another thread: atomic. */
-    opal_atomic_int32_t inflight;
-    /* The same, as two running counts: descriptors handed to the BTL (under our lock) and
-     * completed by it (from its callbacks). A vfrag's ACK timer starts only once the
-     * descriptors handed up to its last transmission are complete (vfrag->local_mark):
-     * a fragment still queued in the BTL (btl/tcp behind a full socket) has not left, and
-     * timing its ACK from the hand-over would resend what was never lost. */
+    /* Our descriptors, as two running counts: handed to the BTL (under our lock) and
+     * completed by it (from its callbacks, possibly in another thread: atomic); the
+     * difference is what the BTL still holds (mca_pml_dr2_peer_inflight). A vfrag's ACK
+     * timer starts only once the descriptors handed up to its last transmission are
+     * complete (vfrag->local_mark): a fragment still queued in the BTL (btl/tcp behind a
+     * full socket) has not left, and timing its ACK from the hand-over would resend what
+     * was never lost. */
     uint64_t tx_handed;
     opal_atomic_int64_t tx_completed;
 
@@ -141,6 +140,12 @@ void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us);
 typedef size_t (*mca_pml_dr2_fill_fn_t)(void *ctx, unsigned char *buf, size_t len);
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
                                   mca_pml_dr2_fill_fn_t fill, void *ctx);
+
+/* Descriptors of ours the BTL holds and has not completed yet. */
+static inline uint64_t mca_pml_dr2_peer_inflight(const mca_pml_dr2_peer_t *peer)
+{
+    return peer->tx_handed - (uint64_t) peer->tx_completed;
+}
 
 /* Every descriptor handed to the BTL so far has been completed by it (up to `mark`, a value
  * of peer->tx_handed), or the watchdog gave up waiting for that: the ACK timer of a vfrag

@@ -123,6 +123,29 @@ static bool tag_revoked(ompi_communicator_t *comm, int tag)
            || (ompi_comm_coll_revoked(comm) && ompi_request_tag_is_collective(tag));
 }
 
+/* The first posted receive of the communicator that accepts a message from `src` with
+ * `tag`, taken off the posted list; NULL if none does. */
+static mca_pml_dr2_recv_request_t *take_posted(mca_pml_dr2_comm_t *dcomm, int src, int tag)
+{
+    mca_pml_dr2_recv_request_t *req;
+
+    OPAL_LIST_FOREACH (req, &dcomm->posted, mca_pml_dr2_recv_request_t) {
+        if (mca_pml_dr2_tag_matches(req->req_recv.req_base.req_peer,
+                                    req->req_recv.req_base.req_tag, src, tag)) {
+            opal_list_remove_item(&dcomm->posted, (opal_list_item_t *) req);
+            return req;
+        }
+    }
+    return NULL;
+}
+
+/* A header's sender rank (checked non-negative by the codec) names, in comm, the process
+ * the segment came from. */
+static bool rank_is_peer(ompi_communicator_t *comm, int32_t src, mca_pml_dr2_peer_t *peer)
+{
+    return src < comm->c_remote_group->grp_proc_count && mca_pml_dr2_comm_peer(comm, src) == peer;
+}
+
 /* The message's turn has come: hand it to the first posted receive that accepts it, or
  * queue it as unexpected. */
 static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
@@ -134,13 +157,10 @@ static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
         mca_pml_dr2_rxmsg_release(msg); /* nobody may receive it any more */
         return;
     }
-    OPAL_LIST_FOREACH (req, &dcomm->posted, mca_pml_dr2_recv_request_t) {
-        if (mca_pml_dr2_tag_matches(req->req_recv.req_base.req_peer, req->req_recv.req_base.req_tag,
-                                    msg->src, msg->tag)) {
-            opal_list_remove_item(&dcomm->posted, (opal_list_item_t *) req);
-            mca_pml_dr2_recv_request_matched(req, msg);
-            return;
-        }
+    req = take_posted(dcomm, msg->src, msg->tag);
+    if (NULL != req) {
+        mca_pml_dr2_recv_request_matched(req, msg);
+        return;
     }
     if (!msg->rndv && msg->msg_len > 0 && NULL == msg->buf) {
         msg->buf = malloc(msg->msg_len);
@@ -361,9 +381,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     }
     /* A new message (a size we buffer if eager, no data if rendezvous). */
     comm = ompi_comm_lookup(hdr->match.ctx);
-    if (NULL != comm && NULL != comm->c_pml_comm
-        && (hdr->match.src >= comm->c_remote_group->grp_proc_count
-            || mca_pml_dr2_comm_peer(comm, hdr->match.src) != peer)) {
+    if (NULL != comm && NULL != comm->c_pml_comm && !rank_is_peer(comm, hdr->match.src, peer)) {
         mca_pml_dr2.counters.malformed++; /* the rank is not the process that sent it */
         DR2_VERBOSE(20, "pml:dr2: dropped a message for cid %u: rank %d is not its sender",
                     hdr->match.ctx, hdr->match.src);
@@ -450,9 +468,7 @@ static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr
         return false;
     }
     comm = ompi_comm_lookup(hdr->match.ctx);
-    if (NULL == comm || NULL == comm->c_pml_comm
-        || hdr->match.src >= comm->c_remote_group->grp_proc_count
-        || mca_pml_dr2_comm_peer(comm, hdr->match.src) != peer
+    if (NULL == comm || NULL == comm->c_pml_comm || !rank_is_peer(comm, hdr->match.src, peer)
         || tag_revoked(comm, hdr->match.tag)) {
         return false;
     }
@@ -461,21 +477,17 @@ static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr
     if (hdr->match.seq != cp->expected_seq || !opal_list_is_empty(&cp->out_of_order)) {
         return false;
     }
-    OPAL_LIST_FOREACH (req, &dcomm->posted, mca_pml_dr2_recv_request_t) {
-        if (mca_pml_dr2_tag_matches(req->req_recv.req_base.req_peer,
-                                    req->req_recv.req_base.req_tag, hdr->match.src,
-                                    hdr->match.tag)) {
-            opal_list_remove_item(&dcomm->posted, (opal_list_item_t *) req);
-            cp->expected_seq++;
-            (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
-            mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
-            (void) mca_pml_dr2_recv_request_unpack(req, 0, payload, hdr->frag_len, false, 0);
-            mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
-            complete_received(req, hdr->match.msg_len);
-            return true;
-        }
+    req = take_posted(dcomm, hdr->match.src, hdr->match.tag);
+    if (NULL == req) {
+        return false;
     }
-    return false;
+    cp->expected_seq++;
+    (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
+    mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
+    (void) mca_pml_dr2_recv_request_unpack(req, 0, payload, hdr->frag_len, false, 0);
+    mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
+    complete_received(req, hdr->match.msg_len);
+    return true;
 }
 
 static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,

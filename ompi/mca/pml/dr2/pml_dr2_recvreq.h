@@ -28,13 +28,13 @@ OBJ_CLASS_DECLARATION(mca_pml_dr2_recv_request_t);
 /* Start (match against unexpected messages, else post) an initialised receive. */
 int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req);
 
-/* Bind a matched message to the request: status envelope, convertor, and the message's
- * data so far. May complete the request. */
 /* A message from `src` (rank), `tag`, sent by `proc`, is for this request (no longer
  * posted): status, convertor and capacity set up for its data. */
 void mca_pml_dr2_recv_request_bind(mca_pml_dr2_recv_request_t *req, int src, int tag,
                                    ompi_proc_t *proc);
 
+/* Bind a matched message to the request: status envelope, convertor, and the message's
+ * data so far. May complete the request. */
 void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
                                       struct mca_pml_dr2_rxmsg_t *msg);
 

@@ -141,6 +141,18 @@ static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned i
     return left < v->msg->frag_len ? (uint32_t) left : v->msg->frag_len;
 }
 
+/* The matching envelope of the message whose first vfrag is v (MATCH, RNDV, EAGER). */
+static inline void hdr_set_envelope(pml_dr2_hdr_t *hdr, const mca_pml_dr2_vfrag_t *v)
+{
+    const mca_pml_dr2_txmsg_t *msg = v->msg;
+
+    hdr->match.ctx = msg->ctx;
+    hdr->match.src = msg->src;
+    hdr->match.tag = msg->tag;
+    hdr->match.seq = msg->seq;
+    hdr->match.vfrag = v->id;
+}
+
 /* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
  * data is always contiguous here (user buffer or packed copy): the payload is checksummed
  * while it is copied, reading it once. */
@@ -160,12 +172,8 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     if (0 == ctx->index && PML_DR2_HDR_FRAG != v->kind) {
         hdr.type = v->kind;
         hdr.flags |= msg->match_flags;
-        hdr.match.ctx = msg->ctx;
-        hdr.match.src = msg->src;
-        hdr.match.tag = msg->tag;
-        hdr.match.seq = msg->seq;
+        hdr_set_envelope(&hdr, v);
         hdr.match.frag_count = v->nfrags;
-        hdr.match.vfrag = v->id;
         hdr.match.msg_len = msg->msg_len;
     } else {
         hdr.type = PML_DR2_HDR_FRAG;
@@ -218,11 +226,7 @@ static size_t fill_eager(void *vctx, unsigned char *buf, size_t len)
     memset(&hdr, 0, sizeof(hdr));
     hdr.type = PML_DR2_HDR_EAGER;
     hdr.flags = ctx->flags;
-    hdr.match.ctx = msg->ctx;
-    hdr.match.src = msg->src;
-    hdr.match.tag = msg->tag;
-    hdr.match.seq = msg->seq;
-    hdr.match.vfrag = ctx->v->id;
+    hdr_set_envelope(&hdr, ctx->v);
     if (ctx->inline_ack) {
         const mca_pml_dr2_pending_ack_t *a = &msg->peer->acks[0];
         hdr.piggy_ack.vfrag = a->vfrag;
