@@ -372,6 +372,10 @@ int mca_pml_dr2_progress(void)
         /* a peer leaves the list when its work is done, here or later: only ever itself */
         for (peer = mca_pml_dr2.work_list; NULL != peer; peer = next) {
             next = peer->work_next;
+            if (peer->nacks_in > 0 && mca_pml_dr2.progress_pass - peer->acks_in_since >= 2) {
+                /* one full progress call after they arrived: see mca_pml_dr2_peer_defer_ack */
+                mca_pml_dr2_vfrag_ack_deferred(peer);
+            }
             /* An ACK waits for up to two progress calls for a data segment to the
              * peer to ride on (a reply, in a ping-pong): then it goes alone. */
             if (peer->nacks > 0 && mca_pml_dr2.progress_pass - peer->acks_since >= 2) {

@@ -47,6 +47,8 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     opal_hash_table_init(&peer->rx_msgs, 256);
     peer->nacks = 0;
     peer->acks_since = 0;
+    peer->nacks_in = 0;
+    peer->acks_in_since = 0;
     peer->to_arm = 0;
     peer->on_arm_list = false;
     peer->arm_next = NULL;
@@ -606,4 +608,5 @@ void mca_pml_dr2_peer_release(mca_pml_dr2_peer_t *peer)
         work_list_remove(peer);
     }
     peer->nacks = 0;
+    peer->nacks_in = 0;
 }

@@ -69,6 +69,12 @@ typedef struct mca_pml_dr2_peer_t {
     int nacks;
     uint64_t acks_since; /* progress pass in which the oldest pending ACK was queued */
 
+    /* ACKs from the peer that came inside its EAGER headers, not handled yet: releasing
+     * what they acknowledge waits for a later progress call (mca_pml_dr2_peer_defer_ack) */
+    mca_pml_dr2_pending_ack_t acks_in[MCA_PML_DR2_MAX_DEFERRED_ACKS];
+    int nacks_in;
+    uint64_t acks_in_since; /* progress pass in which the oldest of them arrived */
+
     /* ---- timers ---- */
     uint32_t to_arm;     /* vfrags in tx_unacked with deadline 0 (to be armed) */
     bool on_arm_list;
@@ -114,6 +120,9 @@ static inline void mca_pml_dr2_peer_need_arming(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* Handle the peer's deferred ACKs (mca_pml_dr2_peer_defer_ack); pml_dr2_vfrag.c. */
+void mca_pml_dr2_vfrag_ack_deferred(mca_pml_dr2_peer_t *peer);
+
 /* Put the peer on, or take it off, the progress loop's list of peers with work. */
 void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work);
 
@@ -121,11 +130,34 @@ void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work);
  * its ACK queue or pending fragments: inline, since the state rarely changes. */
 static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
 {
-    bool work = peer->nacks > 0 || peer->tx_pending > 0;
+    bool work = peer->nacks > 0 || peer->tx_pending > 0 || peer->nacks_in > 0;
 
     if (work != peer->has_work) {
         mca_pml_dr2_peer_work_changed(peer, work);
     }
+}
+
+/* An ACK (without the MATCHED flag) that arrived inside an EAGER header: handled from a
+ * later progress call (mca_pml_dr2_vfrag_ack_deferred), not now. The EAGER's receive then
+ * completes without waiting for the sender-side bookkeeping of the ACK (releasing the
+ * acknowledged message, timers), which happens while the process waits anyway: in a
+ * ping-pong that is the next receive. The ACK timers of the peer are checked only after
+ * its deferred ACKs are handled, so a deferral never causes a resend. */
+static inline void mca_pml_dr2_peer_defer_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag,
+                                              uint64_t mask)
+{
+    mca_pml_dr2_pending_ack_t *a;
+
+    if (OPAL_UNLIKELY(MCA_PML_DR2_MAX_DEFERRED_ACKS == peer->nacks_in)) {
+        mca_pml_dr2_vfrag_ack_deferred(peer);
+    }
+    if (0 == peer->nacks_in) {
+        peer->acks_in_since = mca_pml_dr2.progress_pass;
+    }
+    a = &peer->acks_in[peer->nacks_in++];
+    a->vfrag = vfrag;
+    a->mask = mask;
+    mca_pml_dr2_peer_set_work(peer);
 }
 
 /* RTT sample (Karn: only from ACKs of fragments never resent). */

@@ -517,23 +517,6 @@ static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     }
 }
 
-/* The ACK an EAGER carries is handled as the ACK header it replaces would be, after the
- * data (where that header used to follow it in the segment). */
-static void handle_piggybacked_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *eager)
-{
-    pml_dr2_hdr_t ack;
-
-    ack.type = PML_DR2_HDR_ACK;
-    ack.flags = eager->flags & PML_DR2_HDR_FLAG_MATCHED;
-    ack.hdr_len = PML_DR2_HDR_ACK_LEN;
-    ack.frag_len = 0;
-    ack.data_crc = 0;
-    ack.piggy_ack.vfrag = 0;
-    ack.piggy_ack.mask = 0;
-    ack.ack = eager->piggy_ack;
-    mca_pml_dr2_vfrag_ack(peer, &ack);
-}
-
 void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len)
 {
     size_t off = 0;
@@ -567,12 +550,18 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             if (!eager_receive_now(peer, &hdr, payload)) {
                 handle_match(peer, &hdr, payload);
             }
-            if (0 != hdr.piggy_ack.mask && !peer->failed) { /* as the ACK header would be */
-                handle_piggybacked_ack(peer, &hdr);
+            if (0 != hdr.piggy_ack.mask && !peer->failed) {
+                /* the ACK inside: a rendezvous' go-ahead at once, any other one later */
+                if (hdr.flags & PML_DR2_HDR_FLAG_MATCHED) {
+                    mca_pml_dr2_vfrag_ack(peer, hdr.piggy_ack.vfrag, hdr.piggy_ack.mask, true);
+                } else {
+                    mca_pml_dr2_peer_defer_ack(peer, hdr.piggy_ack.vfrag, hdr.piggy_ack.mask);
+                }
             }
             break;
         case PML_DR2_HDR_ACK:
-            mca_pml_dr2_vfrag_ack(peer, &hdr);
+            mca_pml_dr2_vfrag_ack(peer, hdr.ack.vfrag, hdr.ack.mask,
+                                  0 != (hdr.flags & PML_DR2_HDR_FLAG_MATCHED));
             break;
         case PML_DR2_HDR_NACK:
             mca_pml_dr2_vfrag_nack(peer, &hdr);

@@ -92,6 +92,7 @@ static void recv_request_construct(mca_pml_dr2_recv_request_t *req)
     req->capacity = 0;
     req->contiguous = false;
     req->posted = false;
+    req->prepared_with = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_pml_dr2_recv_request_t, mca_pml_base_recv_request_t,
@@ -114,12 +115,33 @@ static mca_pml_dr2_recv_request_t *recv_request_alloc(void *buf, size_t count,
     req->msg = NULL;
     req->posted = false;
     req->capacity = 0;
+    req->prepared_with = NULL;
     MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
                                    persistent);
     return req;
 }
 
 /* ---- matching --------------------------------------------------------------------------- */
+
+/* Set up the convertor, capacity and contiguity of the request's buffer for data packed by
+ * a process whose master convertor is `master`. Done when the receive is posted whenever the
+ * sender's convertor is known then (a named source; with ANY_SOURCE in a homogeneous build
+ * every process shares the local one): matching a message then only has to compare. */
+static void recv_request_prepare(mca_pml_dr2_recv_request_t *req, opal_convertor_t *master)
+{
+    mca_pml_base_request_t *base = &req->req_recv.req_base;
+
+    req->prepared_with = master;
+    req->capacity = 0;
+    req->contiguous = true;
+    if (base->req_count > 0 && base->req_datatype->super.size > 0) {
+        opal_convertor_copy_and_prepare_for_recv(master, &base->req_datatype->super,
+                                                 base->req_count, base->req_addr, 0,
+                                                 &base->req_convertor);
+        opal_convertor_get_packed_size(&base->req_convertor, &req->capacity);
+        req->contiguous = !opal_convertor_need_buffers(&base->req_convertor);
+    }
+}
 
 void mca_pml_dr2_recv_request_bind(mca_pml_dr2_recv_request_t *req, int src, int tag,
                                    ompi_proc_t *proc)
@@ -130,14 +152,8 @@ void mca_pml_dr2_recv_request_bind(mca_pml_dr2_recv_request_t *req, int src, int
     base->req_ompi.req_status.MPI_SOURCE = src;
     base->req_ompi.req_status.MPI_TAG = tag;
     base->req_proc = proc;
-    req->capacity = 0;
-    req->contiguous = true;
-    if (base->req_count > 0 && base->req_datatype->super.size > 0) {
-        opal_convertor_copy_and_prepare_for_recv(base->req_proc->super.proc_convertor,
-                                                 &base->req_datatype->super, base->req_count,
-                                                 base->req_addr, 0, &base->req_convertor);
-        opal_convertor_get_packed_size(&base->req_convertor, &req->capacity);
-        req->contiguous = !opal_convertor_need_buffers(&base->req_convertor);
+    if (req->prepared_with != proc->super.proc_convertor) {
+        recv_request_prepare(req, proc->super.proc_convertor);
     }
 }
 
@@ -213,6 +229,7 @@ int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req)
     MCA_PML_BASE_RECV_START(&req->req_recv);
     req->msg = NULL;
     req->posted = false;
+    req->prepared_with = NULL;
 
     /* ULFM (ob1 recvreq.c): no receive waits on a revoked communicator or a dead sender */
     if (ompi_comm_is_revoked(comm) && !ompi_request_tag_is_ft(base->req_tag)) {
@@ -229,6 +246,10 @@ int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req)
         mca_pml_dr2_recv_request_complete(req, MPI_ERR_PROC_FAILED);
         return OMPI_SUCCESS;
     }
+    /* off the path of the message that will match: see recv_request_prepare */
+    recv_request_prepare(req, OMPI_ANY_SOURCE != base->req_peer
+                                  ? ompi_comm_peer_lookup(comm, base->req_peer)->super.proc_convertor
+                                  : ompi_mpi_local_convertor);
     OPAL_LIST_FOREACH (msg, &dcomm->unexpected, mca_pml_dr2_rxmsg_t) {
         if (mca_pml_dr2_tag_matches(base->req_peer, base->req_tag, msg->src, msg->tag)) {
             opal_list_remove_item(&dcomm->unexpected, &msg->super.super);

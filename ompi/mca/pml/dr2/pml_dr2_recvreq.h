@@ -20,6 +20,8 @@ typedef struct mca_pml_dr2_recv_request_t {
     struct mca_pml_dr2_rxmsg_t *msg; /* the matched message */
     size_t capacity;                 /* packed bytes the user buffer holds */
     bool contiguous;                 /* the buffer can be written directly */
+    opal_convertor_t *prepared_with; /* master convertor the request's convertor was set up
+                                      * from (capacity, contiguous valid); NULL: not yet */
     bool posted;                     /* on the communicator's posted list */
 } mca_pml_dr2_recv_request_t;
 
@@ -29,7 +31,8 @@ OBJ_CLASS_DECLARATION(mca_pml_dr2_recv_request_t);
 int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req);
 
 /* A message from `src` (rank), `tag`, sent by `proc`, is for this request (no longer
- * posted): status, convertor and capacity set up for its data. */
+ * posted): status set, and convertor and capacity set up for its data unless that was
+ * done for the same sender's representation when the receive was posted. */
 void mca_pml_dr2_recv_request_bind(mca_pml_dr2_recv_request_t *req, int src, int tag,
                                    ompi_proc_t *proc);
 

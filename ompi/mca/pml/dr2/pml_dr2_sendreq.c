@@ -307,9 +307,9 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
 }
 
 /* MPI_Send of a small contiguous message in standard or ready mode, without a request (as
- * ob1's inline send): the message object takes its copy at once, exactly as an eager send
- * request would, and keeps it until acknowledged; the send is complete on return, as an
- * eager request is at that point. Anything unusual (a failed peer, a revoked communicator,
+ * ob1's inline send): the message object has its copy before this returns (taken right
+ * after the first transmission, see MCA_PML_DR2_OWN_BORROWED) and keeps it until
+ * acknowledged; the send is complete on return, as an eager request is at that point. Anything unusual (a failed peer, a revoked communicator,
  * a datatype to pack, no message object) is left to the general path, which reports it:
  * OMPI_ERR_NOT_AVAILABLE then. */
 static int send_small_without_request(const void *buf, size_t count, ompi_datatype_t *datatype,
@@ -343,10 +343,9 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     }
     txmsg_set_envelope(msg, peer, comm, dcomm, dst, tag, len);
     if (len > 0) {
-        memcpy(msg->inline_data, (const char *) buf + datatype->super.true_lb, len);
-        msg->contig = msg->inline_data;
-        msg->owned = msg->inline_data;
-        msg->own = MCA_PML_DR2_OWN_INLINE;
+        /* sent from the user's buffer if it can go at once, copied afterwards */
+        msg->contig = (const unsigned char *) buf + datatype->super.true_lb;
+        msg->own = MCA_PML_DR2_OWN_BORROWED;
     }
     msg->rndv = false;
     mca_pml_dr2_txmsg_start(msg);

@@ -486,14 +486,28 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
     return true;
 }
 
+/* A borrowed payload (MCA_PML_DR2_OWN_BORROWED) becomes the message's own copy. */
+static inline void txmsg_keep_copy(mca_pml_dr2_txmsg_t *msg)
+{
+    if (MCA_PML_DR2_OWN_BORROWED == msg->own) {
+        assert(msg->msg_len <= MCA_PML_DR2_INLINE_MAX);
+        memcpy(msg->inline_data, msg->contig, msg->msg_len);
+        msg->contig = msg->inline_data;
+        msg->owned = msg->inline_data;
+        msg->own = MCA_PML_DR2_OWN_INLINE;
+    }
+}
+
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
 
     msg->state = MCA_PML_DR2_TX_SCHEDULING;
     if (txmsg_send_single(msg)) {
+        txmsg_keep_copy(msg);
         return;
     }
+    txmsg_keep_copy(msg);
     if (!opal_list_is_empty(&peer->tx_blocked)) {
         /* others are waiting for window space: queue behind them */
         opal_list_append(&peer->tx_blocked, &msg->super.super);
@@ -625,10 +639,9 @@ static mca_pml_dr2_vfrag_t *vfrag_lookup(mca_pml_dr2_peer_t *peer, uint32_t id)
     return NULL != v && v->id == id ? v : NULL;
 }
 
-void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
+void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t mask, bool matched)
 {
-    mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, hdr->ack.vfrag);
-    bool matched = 0 != (hdr->flags & PML_DR2_HDR_FLAG_MATCHED);
+    mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, vfrag);
     uint64_t full, newly;
 
     mca_pml_dr2.counters.acks_received++;
@@ -636,7 +649,7 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
         if (matched) {
             mca_pml_dr2_txmsg_t *msg;
             OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
-                if (msg->msg_id == hdr->ack.vfrag) {
+                if (msg->msg_id == vfrag) {
                     txmsg_matched(msg);
                     mca_pml_dr2_peer_push(peer);
                     return;
@@ -647,19 +660,19 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
         return;
     }
     full = pml_dr2_ackmask_full(v->nfrags);
-    if (!pml_dr2_ackmask_valid(hdr->ack.mask, v->nfrags) || (hdr->ack.mask & ~v->sent) != 0) {
+    if (!pml_dr2_ackmask_valid(mask, v->nfrags) || (mask & ~v->sent) != 0) {
         mca_pml_dr2.counters.malformed++; /* acknowledges fragments never sent */
         return;
     }
-    newly = hdr->ack.mask & ~v->acked;
+    newly = mask & ~v->acked;
     if (0 != newly && !v->retransmitted && 0 != v->deadline_us && UINT64_MAX != v->deadline_us
         && mca_pml_dr2.now_us >= v->sent_at_us) {
         /* armed: sent_at_us is the first clock reading after the send */
         mca_pml_dr2_peer_rtt_sample(peer, mca_pml_dr2.now_us - v->sent_at_us);
     }
-    v->acked |= hdr->ack.mask;
-    if (0 != (v->pending & hdr->ack.mask)) {
-        v->pending &= ~hdr->ack.mask;
+    v->acked |= mask;
+    if (0 != (v->pending & mask)) {
+        v->pending &= ~mask;
         if (0 == v->pending) {
             peer->tx_pending--;
         }
@@ -686,6 +699,19 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
         }
     }
     mca_pml_dr2_peer_push(peer);
+}
+
+/* See mca_pml_dr2_peer_defer_ack. */
+void mca_pml_dr2_vfrag_ack_deferred(mca_pml_dr2_peer_t *peer)
+{
+    int n = peer->nacks_in;
+
+    /* emptied first: handling one may fail the peer, which forgets the rest */
+    peer->nacks_in = 0;
+    for (int i = 0; i < n && !peer->failed; i++) {
+        mca_pml_dr2_vfrag_ack(peer, peer->acks_in[i].vfrag, peer->acks_in[i].mask, false);
+    }
+    mca_pml_dr2_peer_set_work(peer);
 }
 
 void mca_pml_dr2_vfrag_nack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
@@ -781,6 +807,10 @@ int mca_pml_dr2_timers_check(uint64_t now)
         if (peer->failed) {
             continue;
         }
+        if (peer->nacks_in > 0) {
+            /* what has been acknowledged cannot time out */
+            mca_pml_dr2_vfrag_ack_deferred(peer);
+        }
         OPAL_LIST_FOREACH (v, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
             if (0 == v->sent || 0 == v->deadline_us) {
                 continue; /* not on the wire yet, or not armed yet: nothing to time */
@@ -871,6 +901,7 @@ void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
 
 void mca_pml_dr2_peer_abort_all(mca_pml_dr2_peer_t *peer, int error)
 {
+    peer->nacks_in = 0; /* for messages about to be abandoned */
     while (!opal_list_is_empty(&peer->tx_unacked)) {
         mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) opal_list_get_first(&peer->tx_unacked);
         mca_pml_dr2_txmsg_abort(v->msg, error);

@@ -36,6 +36,10 @@ typedef enum {
     MCA_PML_DR2_OWN_MALLOC,   /* a copy in malloc()ed memory */
     MCA_PML_DR2_OWN_BSEND,    /* a copy in the MPI_Buffer_attach buffer */
     MCA_PML_DR2_OWN_INLINE,   /* a copy in the message's own inline_data */
+    MCA_PML_DR2_OWN_BORROWED, /* the caller's contiguous buffer, only until
+                               * mca_pml_dr2_txmsg_start returns: copied into inline_data
+                               * there, after the first transmission if that goes at once
+                               * (the copy is then off the latency path) */
 } mca_pml_dr2_own_t;
 
 /* Eager messages up to this size keep their copy inside the message object (which comes
@@ -110,8 +114,10 @@ mca_pml_dr2_txmsg_t *mca_pml_dr2_txmsg_alloc(void);
 /* Queue a message for transmission: creates its vfrags as the window allows and sends. */
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg);
 
-/* Handle an ACK or NACK from the peer (header already validated by the codec). */
-void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr);
+/* Handle an ACK from the peer: `mask` of vfrag `vfrag` received intact; `matched`: the
+ * receiver matched the rendezvous whose RNDV that vfrag was (header validated by the codec). */
+void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t mask, bool matched);
+/* Handle a NACK from the peer (header already validated by the codec). */
 void mca_pml_dr2_vfrag_nack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr);
 
 /* Send whatever fragments of the peer are pending, as far as the BTL takes them. */
