@@ -464,6 +464,44 @@ static void ackmask_64(void)
     ackmask_for(64);
 }
 
+/* The inline in-order path leaves the window exactly as check_and_mark would, across
+ * wrap-around of ids and of the ring, with duplicates and gaps in between. */
+static void mark_next_equals_check_and_mark(void)
+{
+    static const uint32_t sizes[] = {2, 64, 128, PML_DR2_WINDOW_MAX};
+
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        pml_dr2_window_t a, b;
+        uint32_t id = UINT32_MAX - 3 * sizes[k];
+
+        /* the first id expected is the one after `id` */
+        CHECK(pml_dr2_window_init(&a, sizes[k], id + 1) == 0);
+        CHECK(pml_dr2_window_init(&b, sizes[k], id + 1) == 0);
+        for (int i = 0; i < 20000; i++) {
+            uint64_t r = rng_next();
+            if (r % 7 == 0) {
+                id += 1 + (uint32_t) (r >> 8) % 5; /* a gap: the general path for both */
+                CHECK(pml_dr2_window_check_and_mark(&a, id) == pml_dr2_window_check_and_mark(&b, id));
+            } else if (r % 7 == 1) {
+                uint32_t old = id - (uint32_t) (r >> 8) % (2 * sizes[k]);
+                CHECK(pml_dr2_window_check(&a, old) == pml_dr2_window_check(&b, old));
+            } else {
+                id++;
+                CHECK(pml_dr2_window_is_next(&a, id));
+                pml_dr2_window_mark_next(&a);
+                CHECK(pml_dr2_window_check_and_mark(&b, id) == NEW);
+            }
+            CHECK(a.top == b.top && memcmp(a.marked, b.marked, sizeof(a.marked)) == 0);
+        }
+    }
+    /* a window of one remembers only its top: never the inline path */
+    {
+        pml_dr2_window_t w;
+        CHECK(pml_dr2_window_init(&w, 1, 5) == 0);
+        CHECK(!pml_dr2_window_is_next(&w, 5));
+    }
+}
+
 int main(void)
 {
     RUN(init_rejects_bad_sizes);
@@ -475,6 +513,7 @@ int main(void)
     RUN(check_does_not_mark);
     RUN(exhaustive_small_windows_match_the_model);
     RUN(random_runs_match_the_model);
+    RUN(mark_next_equals_check_and_mark);
     RUN(ackmask_1);
     RUN(ackmask_63);
     RUN(ackmask_64);

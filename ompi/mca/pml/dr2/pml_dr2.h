@@ -133,6 +133,8 @@ typedef struct mca_pml_dr2_t {
     struct mca_pml_dr2_peer_t *work_list;
     opal_free_list_t send_requests;
     opal_free_list_t recv_requests;
+    /* MPI_Recv's request, kept between calls without MPI_THREAD_MULTIPLE (mca_pml_dr2_recv) */
+    struct mca_pml_dr2_recv_request_t *recv_kept;
     opal_free_list_t txmsgs;  /* mca_pml_dr2_txmsg_t */
     opal_free_list_t vfrags;  /* mca_pml_dr2_vfrag_t */
     opal_free_list_t rxmsgs;  /* mca_pml_dr2_rxmsg_t */

@@ -362,6 +362,7 @@ static int dr2_fini(void)
     }
     mca_pml_dr2_finalize();
     OBJ_DESTRUCT(&m->send_requests);
+    m->recv_kept = NULL; /* its memory belongs to the list */
     OBJ_DESTRUCT(&m->recv_requests);
     OBJ_DESTRUCT(&m->txmsgs);
     OBJ_DESTRUCT(&m->vfrags);

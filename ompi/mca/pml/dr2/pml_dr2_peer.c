@@ -324,18 +324,16 @@ static bool inject_faults(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
  * messages): built on the stack and copied once by the BTL (btl/sm: into the receiver's
  * fast box, which it polls more cheaply than its FIFO), with no descriptor to allocate and
  * no completion callback. Nothing is lost for reliability: every fragment's data stays in
- * its message until acknowledged, and a resend rebuilds the segment from there. Up to one
- * small eager message with its header and a few piggybacked ACKs. */
-#define MCA_PML_DR2_SENDI_MAX 1280
+ * its message until acknowledged, and a resend rebuilds the segment from there. */
 
-static int send_segment_immediate(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
-                                  size_t len, mca_pml_dr2_fill_fn_t fill, void *ctx)
+/* A segment built in `buf` (which fault injection may change) goes by the immediate send,
+ * or if the BTL does not take it now, copied into a descriptor of its own. */
+static int send_bytes_immediate(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
+                                unsigned char *buf, size_t len)
 {
-    unsigned char buf[MCA_PML_DR2_SENDI_MAX];
     mca_btl_base_descriptor_t *des = NULL;
     int rc;
 
-    len = fill(ctx, buf, len);
     if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
         return OMPI_SUCCESS;
     }
@@ -356,6 +354,34 @@ static int send_segment_immediate(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *
     return OMPI_SUCCESS;
 }
 
+static inline bool takes_immediate(const mca_bml_base_btl_t *bml_btl, size_t len)
+{
+    return len <= MCA_PML_DR2_SMALL_SEGMENT_MAX && NULL != bml_btl->btl->btl_sendi
+           && len <= bml_btl->btl->btl_eager_limit;
+}
+
+int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, unsigned char *buf, size_t len)
+{
+    mca_bml_base_btl_t *bml_btl;
+    int rc;
+
+    if (OPAL_UNLIKELY(peer->failed)) {
+        return OMPI_ERR_UNREACH;
+    }
+    bml_btl = peer_btl(peer);
+    if (OPAL_LIKELY(takes_immediate(bml_btl, len))) {
+        return send_bytes_immediate(peer, bml_btl, buf, len);
+    }
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
+        return OMPI_SUCCESS;
+    }
+    rc = btl_send_copy(peer, bml_btl, buf, len);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
                                   mca_pml_dr2_fill_fn_t fill, void *ctx)
 {
@@ -368,9 +394,9 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
         return OMPI_ERR_UNREACH;
     }
     bml_btl = peer_btl(peer);
-    if (may_overtake && len <= MCA_PML_DR2_SENDI_MAX && NULL != bml_btl->btl->btl_sendi
-        && len <= bml_btl->btl->btl_eager_limit) {
-        return send_segment_immediate(peer, bml_btl, len, fill, ctx);
+    if (may_overtake && takes_immediate(bml_btl, len)) {
+        unsigned char buf[MCA_PML_DR2_SMALL_SEGMENT_MAX];
+        return send_bytes_immediate(peer, bml_btl, buf, fill(ctx, buf, len));
     }
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);

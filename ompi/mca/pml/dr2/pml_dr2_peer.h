@@ -137,6 +137,27 @@ static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* Queue the ACK of a vfrag just received whole for the first time (fragment 0 of one):
+ * nothing queued can be for the same vfrag, so no merge to look for. */
+static inline void mca_pml_dr2_peer_queue_new_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag)
+{
+    mca_pml_dr2_pending_ack_t *a;
+
+    if (OPAL_UNLIKELY(peer->nacks == MCA_PML_DR2_MAX_PENDING_ACKS || peer->failed)) {
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0);
+        return;
+    }
+    if (0 == peer->nacks) {
+        peer->acks_since = mca_pml_dr2.progress_pass;
+    }
+    a = &peer->acks[peer->nacks++];
+    a->vfrag = vfrag;
+    a->mask = 1;
+    a->type = PML_DR2_HDR_ACK;
+    a->flags = 0;
+    mca_pml_dr2_peer_set_work(peer);
+}
+
 /* An ACK (without the MATCHED flag) that arrived inside an EAGER header: handled from a
  * later progress call (mca_pml_dr2_vfrag_ack_deferred), not now. The EAGER's receive then
  * completes without waiting for the sender-side bookkeeping of the ACK (releasing the
@@ -172,6 +193,16 @@ void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us);
 typedef size_t (*mca_pml_dr2_fill_fn_t)(void *ctx, unsigned char *buf, size_t len);
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
                                   mca_pml_dr2_fill_fn_t fill, void *ctx);
+
+/* The largest segment sent from a buffer of the caller's (mca_pml_dr2_peer_send_small, and
+ * the immediate sends of mca_pml_dr2_peer_send_segment): one small eager message with its
+ * header and a few piggybacked ACKs. */
+#define MCA_PML_DR2_SMALL_SEGMENT_MAX 1280
+
+/* Send a segment of at most MCA_PML_DR2_SMALL_SEGMENT_MAX bytes already built in `buf`
+ * (fault injection may change it), which may overtake segments sent earlier (see
+ * may_overtake above). Returns as mca_pml_dr2_peer_send_segment. */
+int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, unsigned char *buf, size_t len);
 
 /* Descriptors of ours the BTL holds and has not completed yet. */
 static inline uint64_t mca_pml_dr2_peer_inflight(const mca_pml_dr2_peer_t *peer)

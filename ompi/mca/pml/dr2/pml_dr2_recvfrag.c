@@ -456,6 +456,7 @@ static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr
                               const unsigned char *payload)
 {
     uint32_t id = hdr->match.vfrag;
+    bool in_order = pml_dr2_window_is_next(&peer->rx_window, id);
     ompi_communicator_t *comm;
     mca_pml_dr2_comm_t *dcomm;
     mca_pml_dr2_comm_proc_t *cp;
@@ -464,7 +465,7 @@ static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr
     if (0 != opal_hash_table_get_size(&peer->rx_msgs)
         || 0 != opal_hash_table_get_size(&peer->rx_vfrags)
         || hdr->match.msg_len > MCA_PML_DR2_EAGER_LIMIT_MAX
-        || PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id)) {
+        || (!in_order && PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id))) {
         return false;
     }
     comm = ompi_comm_lookup(hdr->match.ctx);
@@ -482,10 +483,15 @@ static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr
         return false;
     }
     cp->expected_seq++;
-    (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
+    if (in_order) {
+        pml_dr2_window_mark_next(&peer->rx_window);
+    } else {
+        (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
+    }
     mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
-    (void) mca_pml_dr2_recv_request_unpack(req, 0, payload, hdr->frag_len, false, 0);
-    mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
+    mca_pml_dr2_recv_request_place_small(req, payload, hdr->frag_len);
+    /* a vfrag never seen before: no ACK of it can be queued to merge with */
+    mca_pml_dr2_peer_queue_new_ack(peer, id);
     complete_received(req, hdr->match.msg_len);
     return true;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ompi/runtime/mpiruntime.h"
 #include "ompi/runtime/params.h"
 
 #include "pml_dr2.h"
@@ -98,6 +99,19 @@ static void recv_request_construct(mca_pml_dr2_recv_request_t *req)
 OBJ_CLASS_INSTANCE(mca_pml_dr2_recv_request_t, mca_pml_base_recv_request_t,
                    recv_request_construct, NULL);
 
+static void recv_request_init(mca_pml_dr2_recv_request_t *req, void *buf, size_t count,
+                              ompi_datatype_t *datatype, int src, int tag,
+                              ompi_communicator_t *comm, bool persistent)
+{
+    req->req_recv.req_base.req_type = MCA_PML_REQUEST_RECV;
+    req->msg = NULL;
+    req->posted = false;
+    req->capacity = 0;
+    req->prepared_with = NULL;
+    MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
+                                   persistent);
+}
+
 static mca_pml_dr2_recv_request_t *recv_request_alloc(void *buf, size_t count,
                                                       ompi_datatype_t *datatype, int src,
                                                       int tag, ompi_communicator_t *comm,
@@ -108,16 +122,9 @@ static mca_pml_dr2_recv_request_t *recv_request_alloc(void *buf, size_t count,
     mca_pml_dr2_enter();
     req = (mca_pml_dr2_recv_request_t *) opal_free_list_get_st(&mca_pml_dr2.recv_requests);
     mca_pml_dr2_leave();
-    if (NULL == req) {
-        return NULL;
+    if (NULL != req) {
+        recv_request_init(req, buf, count, datatype, src, tag, comm, persistent);
     }
-    req->req_recv.req_base.req_type = MCA_PML_REQUEST_RECV;
-    req->msg = NULL;
-    req->posted = false;
-    req->capacity = 0;
-    req->prepared_with = NULL;
-    MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
-                                   persistent);
     return req;
 }
 
@@ -311,7 +318,8 @@ int mca_pml_dr2_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int sr
 /* Wait for a receive; under ULFM an ANY_SOURCE receive whose wait was interrupted by a
  * failure (PROC_FAILED_PENDING) is taken back and reported as PROC_FAILED, as ob1 does for
  * blocking receives. */
-static int wait_recv(ompi_request_t *request, ompi_status_public_t *status)
+/* Wait for a receive that only this caller holds; its error, the status filled in. */
+static int wait_recv_complete(ompi_request_t *request, ompi_status_public_t *status)
 {
     int rc;
 
@@ -330,20 +338,52 @@ static int wait_recv(ompi_request_t *request, ompi_status_public_t *status)
          * error (MPI 4.0 section 3.2.5; MPICH's pt2pt/mprobe checks it, ob1 does the same) */
         OMPI_COPY_STATUS(status, request->req_status, false);
     }
+    return rc;
+}
+
+static int wait_recv(ompi_request_t *request, ompi_status_public_t *status)
+{
+    int rc = wait_recv_complete(request, status);
+
     ompi_request_free(&request);
     return rc;
 }
 
+/* MPI_Recv: the request never leaves this call. Without MPI_THREAD_MULTIPLE the last one
+ * is kept for the next call (as ob1 does): no trip through the free list and its lock, and
+ * no request free, between the message's arrival and the return. */
 int mca_pml_dr2_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
                      struct ompi_communicator_t *comm, ompi_status_public_t *status)
 {
-    ompi_request_t *request = NULL;
-    int rc = mca_pml_dr2_irecv(buf, count, datatype, src, tag, comm, &request);
+    mca_pml_dr2_recv_request_t *req = NULL;
+    ompi_request_t *request;
+    int rc;
 
-    if (OMPI_SUCCESS != rc) {
-        return rc;
+    if (OMPI_SUCCESS != check_source(src, comm)) {
+        return OMPI_ERR_BAD_PARAM;
     }
-    return wait_recv(request, status);
+    if (OPAL_LIKELY(!ompi_mpi_thread_multiple)) {
+        req = mca_pml_dr2.recv_kept;
+        mca_pml_dr2.recv_kept = NULL;
+    }
+    if (NULL != req) {
+        recv_request_init(req, buf, count, datatype, src, tag, comm, false);
+    } else if (NULL == (req = recv_request_alloc(buf, count, datatype, src, tag, comm, false))) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_pml_dr2_enter();
+    (void) mca_pml_dr2_recv_request_start(req);
+    mca_pml_dr2_leave();
+    request = &req->req_recv.req_base.req_ompi;
+    rc = wait_recv_complete(request, status);
+    if (OPAL_LIKELY(!ompi_mpi_thread_multiple && NULL == mca_pml_dr2.recv_kept
+                    && req->req_recv.req_base.req_pml_complete)) {
+        MCA_PML_BASE_RECV_REQUEST_FINI(&req->req_recv);
+        mca_pml_dr2.recv_kept = req;
+    } else {
+        ompi_request_free(&request);
+    }
+    return rc;
 }
 
 int mca_pml_dr2_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,

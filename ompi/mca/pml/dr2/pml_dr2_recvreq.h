@@ -9,6 +9,8 @@
 #ifndef MCA_PML_DR2_RECVREQ_H
 #define MCA_PML_DR2_RECVREQ_H
 
+#include <string.h>
+
 #include "pml_dr2.h"
 
 BEGIN_C_DECLS
@@ -47,6 +49,23 @@ void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
 bool mca_pml_dr2_recv_request_unpack(mca_pml_dr2_recv_request_t *req, uint64_t offset,
                                      const unsigned char *data, uint32_t len, bool check,
                                      uint32_t crc);
+
+/* A whole small message's payload, already checked, into the bound request's buffer (as
+ * far as it holds it): a plain copy when the buffer is contiguous. */
+static inline void mca_pml_dr2_recv_request_place_small(mca_pml_dr2_recv_request_t *req,
+                                                        const unsigned char *data, uint32_t len)
+{
+    if (OPAL_LIKELY(req->contiguous)) {
+        size_t fit = len < req->capacity ? len : req->capacity;
+        if (fit > 0) {
+            void *dst;
+            opal_convertor_get_offset_pointer(&req->req_recv.req_base.req_convertor, 0, &dst);
+            memcpy(dst, data, fit);
+        }
+        return;
+    }
+    (void) mca_pml_dr2_recv_request_unpack(req, 0, data, len, false, 0);
+}
 
 /* Complete the request with `error` (MPI_SUCCESS, or the error to report). */
 void mca_pml_dr2_recv_request_complete(mca_pml_dr2_recv_request_t *req, int error);

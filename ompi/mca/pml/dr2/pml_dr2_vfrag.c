@@ -207,39 +207,83 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
 /* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
  * over header and payload, and the first ACK we owe the peer inside the header. Not with
  * pml_dr2_checksum=none: EAGER's checksum always covers the payload. */
+static inline bool is_eager_message(const mca_pml_dr2_txmsg_t *msg)
+{
+    return !msg->rndv && msg->msg_len <= msg->frag_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
+           && 0 == msg->match_flags && MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+}
+
 static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned index)
 {
-    const mca_pml_dr2_txmsg_t *msg = v->msg;
-
     return 0 == index && PML_DR2_HDR_MATCH == v->kind && 1 == v->nfrags
-           && v->len == msg->msg_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
-           && 0 == msg->match_flags && MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+           && v->len == v->msg->msg_len && is_eager_message(v->msg);
+}
+
+/* The EAGER segment of message `msg` (vfrag `id`): header, payload, then the peer's queued
+ * ACKs 0..acks-1, the first inside the header if `inline_ack`. Returns its length. */
+static size_t pack_eager(const mca_pml_dr2_txmsg_t *msg, uint32_t id, uint8_t flags,
+                         int inline_ack, int acks, unsigned char *buf, size_t len)
+{
+    const mca_pml_dr2_peer_t *peer = msg->peer;
+    pml_dr2_hdr_t hdr;
+    size_t n;
+
+    /* every field EAGER has is set: no memset */
+    hdr.type = PML_DR2_HDR_EAGER;
+    hdr.flags = flags;
+    hdr.match.ctx = msg->ctx;
+    hdr.match.src = msg->src;
+    hdr.match.tag = msg->tag;
+    hdr.match.seq = msg->seq;
+    hdr.match.vfrag = id;
+    hdr.piggy_ack.vfrag = 0;
+    hdr.piggy_ack.mask = 0;
+    if (inline_ack) {
+        hdr.piggy_ack.vfrag = peer->acks[0].vfrag;
+        hdr.piggy_ack.mask = peer->acks[0].mask;
+        hdr.flags |= peer->acks[0].flags & PML_DR2_HDR_FLAG_MATCHED;
+    }
+    n = pml_dr2_hdr_pack(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
+    if (acks > inline_ack) {
+        /* the ACKs that did not fit in the header follow it */
+        n += mca_pml_dr2_peer_encode_acks(msg->peer, inline_ack, acks - inline_ack, buf + n,
+                                          len - n);
+    }
+    return n;
 }
 
 static size_t fill_eager(void *vctx, unsigned char *buf, size_t len)
 {
     frag_ctx_t *ctx = vctx;
-    mca_pml_dr2_txmsg_t *msg = ctx->v->msg;
-    size_t n;
-    pml_dr2_hdr_t hdr;
 
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = PML_DR2_HDR_EAGER;
-    hdr.flags = ctx->flags;
-    hdr_set_envelope(&hdr, ctx->v);
-    if (ctx->inline_ack) {
-        const mca_pml_dr2_pending_ack_t *a = &msg->peer->acks[0];
-        hdr.piggy_ack.vfrag = a->vfrag;
-        hdr.piggy_ack.mask = a->mask;
-        hdr.flags |= a->flags & PML_DR2_HDR_FLAG_MATCHED;
+    return pack_eager(ctx->v->msg, ctx->v->id, ctx->flags, ctx->inline_ack, ctx->acks, buf, len);
+}
+
+/* How many of the ACKs we owe the peer ride on a data segment of `len` bytes (`eager`: an
+ * EAGER header, which holds one of them itself, in *inline_ack): as many as fit below the
+ * BTL's eager size, so that a small segment stays small; large fragments go alone. */
+static inline int acks_to_piggyback(mca_pml_dr2_peer_t *peer, size_t len, bool eager,
+                                    int *inline_ack)
+{
+    size_t limit;
+    int acks = 0;
+
+    *inline_ack = 0;
+    if (0 == peer->nacks) {
+        return 0;
     }
-    n = pml_dr2_hdr_pack(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
-    if (ctx->acks > ctx->inline_ack) {
-        /* the ACKs that did not fit in the header follow it */
-        n += mca_pml_dr2_peer_encode_acks(msg->peer, ctx->inline_ack, ctx->acks - ctx->inline_ack,
-                                          buf + n, len - n);
+    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type) {
+        *inline_ack = acks = 1;
     }
-    return n;
+    limit = peer->bml_endpoint->btl_eager.bml_btls[0].btl->btl_eager_limit;
+    if (len < limit) {
+        int more = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
+        if (more > peer->nacks - *inline_ack) {
+            more = peer->nacks - *inline_ack;
+        }
+        acks += more;
+    }
+    return acks;
 }
 
 static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v, unsigned index,
@@ -250,22 +294,8 @@ static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v,
     bool eager = is_eager_fragment(v, index);
     int rc;
 
-    if (peer->nacks > 0) {
-        /* Piggyback the ACKs we owe the peer, as far as they fit in the BTL's eager size
-         * (a small segment stays small; large fragments go alone). */
-        size_t limit = peer->bml_endpoint->btl_eager.bml_btls[0].btl->btl_eager_limit;
-        if (eager && PML_DR2_HDR_ACK == peer->acks[0].type) {
-            ctx.inline_ack = ctx.acks = 1;
-        }
-        if (len < limit) {
-            int more = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
-            if (more > peer->nacks - ctx.inline_ack) {
-                more = peer->nacks - ctx.inline_ack;
-            }
-            ctx.acks += more;
-            len += (size_t) more * PML_DR2_HDR_ACK_LEN;
-        }
-    }
+    ctx.acks = acks_to_piggyback(peer, len, eager, &ctx.inline_ack);
+    len += (size_t) (ctx.acks - ctx.inline_ack) * PML_DR2_HDR_ACK_LEN;
     rc = mca_pml_dr2_peer_send_segment(peer, len, 1 == v->nfrags,
                                        eager ? fill_eager : fill_fragment, &ctx);
     if (OMPI_SUCCESS == rc) {
@@ -290,19 +320,21 @@ static bool window_has_room(mca_pml_dr2_peer_t *peer)
     return (uint32_t) (peer->tx_next_id - oldest->id) < mca_pml_dr2.window;
 }
 
-/* A new vfrag of the message, in flight (indexed, timed) but not yet counted as pending:
- * the caller either sends it at once or counts it (vfrag_create). */
-static mca_pml_dr2_vfrag_t *vfrag_new(mca_pml_dr2_txmsg_t *msg, uint8_t kind, uint64_t offset,
-                                      uint64_t len)
+/* A vfrag object, not initialised (vfrag_start does that); NULL if out of memory. */
+static inline mca_pml_dr2_vfrag_t *vfrag_get(void)
+{
+    return (mca_pml_dr2_vfrag_t *) opal_free_list_get_st(&mca_pml_dr2.vfrags);
+}
+
+/* v becomes the message's next vfrag, with the peer's next id, in flight (indexed, timed)
+ * but not yet counted as pending: the caller either sends it at once or counts it
+ * (vfrag_create). */
+static void vfrag_start(mca_pml_dr2_vfrag_t *v, mca_pml_dr2_txmsg_t *msg, uint8_t kind,
+                        uint64_t offset, uint64_t len)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
-    mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) opal_free_list_get_st(&mca_pml_dr2.vfrags);
-    uint64_t n;
+    uint64_t n = PML_DR2_HDR_RNDV == kind ? 1 : (len + msg->frag_len - 1) / msg->frag_len;
 
-    if (NULL == v) {
-        return NULL;
-    }
-    n = PML_DR2_HDR_RNDV == kind ? 1 : (len + msg->frag_len - 1) / msg->frag_len;
     if (0 == n) {
         n = 1; /* an empty message still has its MATCH */
     }
@@ -322,6 +354,16 @@ static mca_pml_dr2_vfrag_t *vfrag_new(mca_pml_dr2_txmsg_t *msg, uint8_t kind, ui
     vfrag_index(peer, v);
     msg->vfrags_live++;
     mca_pml_dr2.timers_armed++;
+}
+
+static mca_pml_dr2_vfrag_t *vfrag_new(mca_pml_dr2_txmsg_t *msg, uint8_t kind, uint64_t offset,
+                                      uint64_t len)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_get();
+
+    if (NULL != v) {
+        vfrag_start(v, msg, kind, offset, len);
+    }
     return v;
 }
 
@@ -445,6 +487,55 @@ static void schedule_blocked(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* The message's only fragment was handed to the BTL: in flight, as after peer_push. */
+static void vfrag_sent_whole(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    v->pending = 0;
+    v->sent = 1;
+    vfrag_rearm(peer, v);
+}
+
+/* The first transmission of a message of one fragment did not go: pending, for peer_push
+ * (from progress), as any other fragment. */
+static void vfrag_send_later(mca_pml_dr2_peer_t *peer, int rc)
+{
+    vfrag_count_pending(peer);
+    if (OMPI_ERR_UNREACH == rc) {
+        mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+    }
+}
+
+/* The common small message as one EAGER segment, built and handed to the BTL before any
+ * of the sender's bookkeeping: its vfrag is filled in, and the message's copy taken
+ * (txmsg_keep_copy), while the segment is on its way. */
+static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *v)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+    unsigned char seg[MCA_PML_DR2_SMALL_SEGMENT_MAX];
+    size_t len = PML_DR2_HDR_EAGER_LEN + msg->msg_len;
+    int inline_ack, acks, rc;
+
+    acks = acks_to_piggyback(peer, len, true, &inline_ack);
+    if (len + (size_t) (acks - inline_ack) * PML_DR2_HDR_ACK_LEN > sizeof(seg)) {
+        acks = inline_ack + (int) ((sizeof(seg) - len) / PML_DR2_HDR_ACK_LEN);
+    }
+    /* its only fragment is the last one this round sends: ask for the ACK now */
+    len = pack_eager(msg, peer->tx_next_id, PML_DR2_HDR_FLAG_ACK_NOW, inline_ack, acks, seg,
+                     sizeof(seg));
+    rc = mca_pml_dr2_peer_send_small(peer, seg, len);
+    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        mca_pml_dr2.counters.frags_sent++;
+        if (acks > 0) {
+            mca_pml_dr2_peer_acks_sent(peer, acks);
+        }
+        vfrag_sent_whole(peer, v);
+        mca_pml_dr2_peer_set_work(peer); /* the ACKs it carried may have been all there were */
+    } else {
+        vfrag_send_later(peer, rc);
+    }
+}
+
 /* The common small message: an eager message of one fragment, with nothing of the peer
  * waiting to be sent before it. Its vfrag is created and its fragment sent at once, as
  * peer_push would send it, without entering the peer's pending count and work list only to
@@ -458,30 +549,25 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
     int rc;
 
     if (msg->rndv || msg->msg_len > msg->frag_len || 0 != peer->tx_pending || peer->failed
-        || !opal_list_is_empty(&peer->tx_blocked) || !window_has_room(peer)) {
+        || !opal_list_is_empty(&peer->tx_blocked) || !window_has_room(peer)
+        || NULL == (v = vfrag_get())) {
         return false;
     }
-    v = vfrag_new(msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
-    if (NULL == v) {
-        return false;
-    }
-    msg->msg_id = v->id;
+    msg->msg_id = peer->tx_next_id; /* the vfrag's, below */
     msg->has_id = true;
     msg->next_offset = msg->msg_len;
     msg->state = MCA_PML_DR2_TX_DRAINING;
-    /* its only fragment is the last one this round sends: ask for the ACK now */
-    rc = send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW);
-    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
-        v->pending = 0;
-        v->sent = 1;
-        vfrag_rearm(peer, v);
-        mca_pml_dr2_peer_set_work(peer); /* the ACKs it carried may have been all there were */
+    if (OPAL_LIKELY(is_eager_message(msg))) {
+        txmsg_send_eager_now(msg, v);
         return true;
     }
-    /* not sent: pending, for peer_push (from progress), as any other fragment */
-    vfrag_count_pending(peer);
-    if (OMPI_ERR_UNREACH == rc) {
-        mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
+    rc = send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW);
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        vfrag_sent_whole(peer, v);
+        mca_pml_dr2_peer_set_work(peer); /* the ACKs it carried may have been all there were */
+    } else {
+        vfrag_send_later(peer, rc);
     }
     return true;
 }

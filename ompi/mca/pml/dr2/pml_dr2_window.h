@@ -57,4 +57,19 @@ pml_dr2_window_verdict_t pml_dr2_window_check(const pml_dr2_window_t *win, uint3
 /* Classify `id` and, when it is NEW, mark it (sliding the window forward if it is ahead). */
 pml_dr2_window_verdict_t pml_dr2_window_check_and_mark(pml_dr2_window_t *win, uint32_t id);
 
+/* The in-order case inline: `id` is the one right after the highest marked (new, for sure),
+ * and marking it does what pml_dr2_window_check_and_mark would: it becomes the top, and the
+ * slot it takes over forgets the id one window size older. */
+static inline int pml_dr2_window_is_next(const pml_dr2_window_t *win, uint32_t id)
+{
+    return id == win->top + 1 && win->size > 1;
+}
+
+static inline void pml_dr2_window_mark_next(pml_dr2_window_t *win)
+{
+    uint32_t bit = ++win->top & (win->size - 1);
+
+    win->marked[bit / 64] |= UINT64_C(1) << (bit % 64);
+}
+
 #endif /* PML_DR2_WINDOW_H */
