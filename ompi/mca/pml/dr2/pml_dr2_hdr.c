@@ -292,8 +292,7 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
     }
 }
 
-/* Every header byte but the checksum. */
-static void encode_fields(pml_dr2_hdr_t *hdr, unsigned char *p, size_t len)
+static inline void encode_common(pml_dr2_hdr_t *hdr, unsigned char *p, size_t len)
 {
     hdr->hdr_len = (uint8_t) len;
     p[OFF_TYPE] = hdr->type;
@@ -301,7 +300,36 @@ static void encode_fields(pml_dr2_hdr_t *hdr, unsigned char *p, size_t len)
     p[OFF_VERSION] = PML_DR2_HDR_VERSION;
     p[OFF_HDR_LEN] = hdr->hdr_len;
     put_u32(p + OFF_HDR_CRC, 0);
+}
+
+/* Every header byte but the checksum. */
+static void encode_fields(pml_dr2_hdr_t *hdr, unsigned char *p, size_t len)
+{
+    encode_common(hdr, p, len);
     encode_body(hdr, p);
+}
+
+/* An EAGER header, with its payload copied after it and one checksum over both: the
+ * header of every small message, so without the type lookups of the general path. */
+static size_t pack_eager(pml_dr2_hdr_t *hdr, unsigned char *p, size_t buf_len,
+                         const void *payload, uint32_t payload_len)
+{
+    if (buf_len < PML_DR2_HDR_EAGER_LEN || payload_len > buf_len - PML_DR2_HDR_EAGER_LEN) {
+        return 0;
+    }
+    hdr->frag_len = payload_len;
+    hdr->match.frag_count = 1;
+    hdr->match.msg_len = payload_len;
+    if (check_eager_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
+        return 0;
+    }
+    /* the header first, then the payload checksummed while it is copied after it */
+    encode_common(hdr, p, PML_DR2_HDR_EAGER_LEN);
+    encode_eager_body(hdr, p);
+    hdr->data_crc = pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_EAGER_LEN,
+                                                  p + PML_DR2_HDR_EAGER_LEN, payload, payload_len);
+    put_u32(p + OFF_HDR_CRC, hdr->data_crc);
+    return PML_DR2_HDR_EAGER_LEN + payload_len;
 }
 
 size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
@@ -335,25 +363,16 @@ size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
 size_t pml_dr2_hdr_pack(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len, const void *payload,
                         uint32_t payload_len)
 {
-    size_t len = pml_dr2_hdr_size(hdr->type);
+    size_t len;
 
+    if (PML_DR2_HDR_EAGER == hdr->type) {
+        return pack_eager(hdr, buf, buf_len, payload, payload_len);
+    }
+    len = pml_dr2_hdr_size(hdr->type);
     if (!is_data_type(hdr->type) || buf_len < len || payload_len > buf_len - len) {
         return 0;
     }
     hdr->frag_len = payload_len;
-    if (PML_DR2_HDR_EAGER == hdr->type) {
-        unsigned char *p = buf;
-        hdr->match.frag_count = 1;
-        hdr->match.msg_len = payload_len;
-        if (check_eager_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
-            return 0;
-        }
-        /* the header first, then the payload checksummed while it is copied after it */
-        encode_fields(hdr, p, len);
-        hdr->data_crc = pml_dr2_crc32c_header_payload(p, len, p + len, payload, payload_len);
-        put_u32(p + OFF_HDR_CRC, hdr->data_crc);
-        return len + payload_len;
-    }
     if (check_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
         return 0;
     }
