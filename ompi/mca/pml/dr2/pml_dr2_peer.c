@@ -326,10 +326,16 @@ static bool inject_faults(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
  * no completion callback. Nothing is lost for reliability: every fragment's data stays in
  * its message until acknowledged, and a resend rebuilds the segment from there. */
 
-/* A segment built in `buf` (which fault injection may change) goes by the immediate send,
- * or if the BTL does not take it now, copied into a descriptor of its own. */
-static int send_bytes_immediate(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
-                                unsigned char *buf, size_t len)
+static inline bool takes_immediate(const mca_bml_base_btl_t *bml_btl, size_t len)
+{
+    return len <= MCA_PML_DR2_SMALL_SEGMENT_MAX && NULL != bml_btl->btl->btl_sendi
+           && len <= bml_btl->btl->btl_eager_limit;
+}
+
+/* A segment built in `buf` (which fault injection may change): by the immediate send if
+ * `immediate`, otherwise (or if the BTL does not take it now) copied into a descriptor. */
+static int send_bytes(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl, unsigned char *buf,
+                      size_t len, bool immediate)
 {
     mca_btl_base_descriptor_t *des = NULL;
     int rc;
@@ -337,49 +343,34 @@ static int send_bytes_immediate(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bm
     if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
         return OMPI_SUCCESS;
     }
-    rc = mca_bml_base_sendi(bml_btl, NULL, buf, len, 0, MCA_BTL_NO_ORDER,
-                            MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
-                            MCA_PML_DR2_BTL_TAG, &des);
-    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        return OMPI_SUCCESS;
+    if (OPAL_LIKELY(immediate)) {
+        rc = mca_bml_base_sendi(bml_btl, NULL, buf, len, 0, MCA_BTL_NO_ORDER,
+                                MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
+                                MCA_PML_DR2_BTL_TAG, &des);
+        if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+            return OMPI_SUCCESS;
+        }
+        if (NULL != des) {
+            mca_bml_base_free(bml_btl, des); /* built but not queued: ours to release */
+        }
+        /* not taken now (the BTL is busy): the ordinary path, which queues or says "later" */
     }
-    if (NULL != des) {
-        mca_bml_base_free(bml_btl, des); /* built but not queued: ours to release */
-    }
-    /* not taken now (the BTL is busy): the ordinary path, which queues or says "later" */
     rc = btl_send_copy(peer, bml_btl, buf, len);
     if (OPAL_UNLIKELY(rc < 0)) {
         return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
     }
     return OMPI_SUCCESS;
-}
-
-static inline bool takes_immediate(const mca_bml_base_btl_t *bml_btl, size_t len)
-{
-    return len <= MCA_PML_DR2_SMALL_SEGMENT_MAX && NULL != bml_btl->btl->btl_sendi
-           && len <= bml_btl->btl->btl_eager_limit;
 }
 
 int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, unsigned char *buf, size_t len)
 {
     mca_bml_base_btl_t *bml_btl;
-    int rc;
 
     if (OPAL_UNLIKELY(peer->failed)) {
         return OMPI_ERR_UNREACH;
     }
     bml_btl = peer_btl(peer);
-    if (OPAL_LIKELY(takes_immediate(bml_btl, len))) {
-        return send_bytes_immediate(peer, bml_btl, buf, len);
-    }
-    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
-        return OMPI_SUCCESS;
-    }
-    rc = btl_send_copy(peer, bml_btl, buf, len);
-    if (OPAL_UNLIKELY(rc < 0)) {
-        return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    return OMPI_SUCCESS;
+    return send_bytes(peer, bml_btl, buf, len, takes_immediate(bml_btl, len));
 }
 
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
@@ -396,7 +387,7 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
     bml_btl = peer_btl(peer);
     if (may_overtake && takes_immediate(bml_btl, len)) {
         unsigned char buf[MCA_PML_DR2_SMALL_SEGMENT_MAX];
-        return send_bytes_immediate(peer, bml_btl, buf, fill(ctx, buf, len));
+        return send_bytes(peer, bml_btl, buf, fill(ctx, buf, len), true);
     }
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);

@@ -315,10 +315,10 @@ int mca_pml_dr2_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int sr
     return OMPI_SUCCESS;
 }
 
-/* Wait for a receive; under ULFM an ANY_SOURCE receive whose wait was interrupted by a
- * failure (PROC_FAILED_PENDING) is taken back and reported as PROC_FAILED, as ob1 does for
+/* Wait for a receive that only this caller holds; returns its error, the status filled in.
+ * Under ULFM an ANY_SOURCE receive whose wait was interrupted by a failure
+ * (PROC_FAILED_PENDING) is taken back and reported as PROC_FAILED, as ob1 does for
  * blocking receives. */
-/* Wait for a receive that only this caller holds; its error, the status filled in. */
 static int wait_recv_complete(ompi_request_t *request, ompi_status_public_t *status)
 {
     int rc;

@@ -141,16 +141,15 @@ static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned i
     return left < v->msg->frag_len ? (uint32_t) left : v->msg->frag_len;
 }
 
-/* The matching envelope of the message whose first vfrag is v (MATCH, RNDV, EAGER). */
-static inline void hdr_set_envelope(pml_dr2_hdr_t *hdr, const mca_pml_dr2_vfrag_t *v)
+/* The matching envelope of message msg, whose first vfrag is `id` (MATCH, RNDV, EAGER). */
+static inline void hdr_set_envelope(pml_dr2_hdr_t *hdr, const mca_pml_dr2_txmsg_t *msg,
+                                    uint32_t id)
 {
-    const mca_pml_dr2_txmsg_t *msg = v->msg;
-
     hdr->match.ctx = msg->ctx;
     hdr->match.src = msg->src;
     hdr->match.tag = msg->tag;
     hdr->match.seq = msg->seq;
-    hdr->match.vfrag = v->id;
+    hdr->match.vfrag = id;
 }
 
 /* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
@@ -172,7 +171,7 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     if (0 == ctx->index && PML_DR2_HDR_FRAG != v->kind) {
         hdr.type = v->kind;
         hdr.flags |= msg->match_flags;
-        hdr_set_envelope(&hdr, v);
+        hdr_set_envelope(&hdr, msg, v->id);
         hdr.match.frag_count = v->nfrags;
         hdr.match.msg_len = msg->msg_len;
     } else {
@@ -231,11 +230,7 @@ static size_t pack_eager(const mca_pml_dr2_txmsg_t *msg, uint32_t id, uint8_t fl
     /* every field EAGER has is set: no memset */
     hdr.type = PML_DR2_HDR_EAGER;
     hdr.flags = flags;
-    hdr.match.ctx = msg->ctx;
-    hdr.match.src = msg->src;
-    hdr.match.tag = msg->tag;
-    hdr.match.seq = msg->seq;
-    hdr.match.vfrag = id;
+    hdr_set_envelope(&hdr, msg, id);
     hdr.piggy_ack.vfrag = 0;
     hdr.piggy_ack.mask = 0;
     if (inline_ack) {
