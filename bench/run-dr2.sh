@@ -21,8 +21,8 @@
 #         and the BTL, resent by dr2): bandwidth under loss
 # All runs of all parts are interleaved: every round runs each configuration once, the
 # order rotating every round so that machine noise and drift hit all alike. Per size, a
-# run's one-way time is NetPIPE's (the best of its trials of a ping-pong with preposted
-# receives); the tables give the median over the rounds. Ratios are dr2 over ob1
+# run's one-way time is NetPIPE's (the best of its trials of an MPI_Send / MPI_Recv
+# ping-pong: NPmpi without -a posts no receive ahead); the tables give the median over the rounds. Ratios are dr2 over ob1
 # copy-in/out: time ratio for latency, bandwidth ratio for bandwidth. A run that fails
 # after its last size keeps its numbers and is listed under "Anomalies" in dr2.md; other
 # failed runs are listed and left out.
@@ -407,8 +407,8 @@ aggregate() {
 
 max_human=$(awk 'BEGIN { b = '"$MAX_BYTES"'; print (b >= 1048576 ? b / 1048576 " MiB" : b / 1024 " KiB") }')
 if [ "$tool" = netpipe ]; then
-    method_note="Per size, the one-way time is half a round trip of MPI_Send / preposted MPI_Irecv
-between ranks 0 and 1, the best of NetPIPE's 3 trials of about $(awk -v r="$NETPIPE_RUNTM" 'BEGIN { print 2 * r }') s each$([ "$QUICK" = 1 ] && echo " (QUICK: 20 round trips each)" || true); sizes are
+    method_note="Per size, the one-way time is half a round trip of MPI_Send / MPI_Recv (NPmpi
+without \`-a\` posts no receive ahead) between ranks 0 and 1, the best of NetPIPE's 3 trials of about $(awk -v r="$NETPIPE_RUNTM" 'BEGIN { print 2 * r }') s each$([ "$QUICK" = 1 ] && echo " (QUICK: 20 round trips each)" || true); sizes are
 NetPIPE's sweep without perturbation (\`-p 0\`: 2 per octave) up to $max_human."
 else
     method_note="Per size, the one-way time is half a round trip of blocking MPI_Send / MPI_Recv
