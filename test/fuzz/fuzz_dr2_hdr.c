@@ -189,6 +189,15 @@ static void fuzz_wire(const uint8_t *data, size_t size)
 }
 
 /* 2. the input as header fields */
+/* The matching envelope MATCH, RNDV and EAGER share, from the input. */
+static void fuzz_envelope(pml_dr2_hdr_t *h, fuzz_in_t *in)
+{
+    h->match.ctx = fuzz_u32(in);
+    h->match.src = (int32_t) fuzz_u32(in);
+    h->match.tag = (int32_t) fuzz_u32(in);
+    h->match.seq = fuzz_u16(in);
+}
+
 static void fuzz_fields(const uint8_t *data, size_t size)
 {
     fuzz_in_t in = {data, size};
@@ -211,10 +220,7 @@ static void fuzz_fields(const uint8_t *data, size_t size)
     switch (h.type) {
     case PML_DR2_HDR_MATCH:
     case PML_DR2_HDR_RNDV:
-        h.match.ctx = fuzz_u32(&in);
-        h.match.src = (int32_t) fuzz_u32(&in);
-        h.match.tag = (int32_t) fuzz_u32(&in);
-        h.match.seq = fuzz_u16(&in);
+        fuzz_envelope(&h, &in);
         h.match.frag_count = fuzz_u8(&in);
         h.match.vfrag = fuzz_u32(&in);
         h.match.msg_len = mode & 0x08 ? fuzz_u64(&in) : fuzz_u16(&in);
@@ -228,10 +234,7 @@ static void fuzz_fields(const uint8_t *data, size_t size)
         h.frag.msg_len = mode & 0x08 ? fuzz_u64(&in) : fuzz_u16(&in);
         break;
     case PML_DR2_HDR_EAGER:
-        h.match.ctx = fuzz_u32(&in);
-        h.match.src = (int32_t) fuzz_u32(&in);
-        h.match.tag = (int32_t) fuzz_u32(&in);
-        h.match.seq = fuzz_u16(&in);
+        fuzz_envelope(&h, &in);
         h.match.vfrag = fuzz_u32(&in);
         h.piggy_ack.vfrag = fuzz_u32(&in);
         h.piggy_ack.mask = mode & 0x08 ? 0 : fuzz_u64(&in);

@@ -632,18 +632,14 @@ static void status_names_are_distinct(void)
 
 /* ---- EAGER: one header, one checksum over header and payload, an ACK inside ------------ */
 
+/* MATCH's envelope; frag_count and msg_len left to the codec, which implies them */
 static pml_dr2_hdr_t sample_eager(int with_ack)
 {
-    pml_dr2_hdr_t h;
+    pml_dr2_hdr_t h = sample_match(PML_DR2_HDR_EAGER);
 
-    memset(&h, 0, sizeof(h));
-    h.type = PML_DR2_HDR_EAGER;
     h.flags = PML_DR2_HDR_FLAG_ACK_NOW;
-    h.match.ctx = 0xC0DE1234u;
-    h.match.src = 0x7FFFFFFE;
-    h.match.tag = -17;
-    h.match.seq = 0xFFFF;
-    h.match.vfrag = 0xFFFFFFFFu;
+    h.match.frag_count = 0;
+    h.match.msg_len = 0;
     if (with_ack) {
         h.flags |= PML_DR2_HDR_FLAG_MATCHED;
         h.piggy_ack.vfrag = 0x80000001u;

@@ -480,15 +480,7 @@ void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t
             peer->nacks--;
         }
     }
-    if (0 == peer->nacks) {
-        peer->acks_since = mca_pml_dr2.progress_pass;
-    }
-    peer->acks[peer->nacks].vfrag = vfrag;
-    peer->acks[peer->nacks].mask = mask;
-    peer->acks[peer->nacks].type = type;
-    peer->acks[peer->nacks].flags = flags;
-    peer->nacks++;
-    mca_pml_dr2_peer_set_work(peer);
+    mca_pml_dr2_peer_append_ack(peer, type, vfrag, mask, flags);
 }
 
 size_t mca_pml_dr2_peer_encode_acks(mca_pml_dr2_peer_t *peer, int first, int n,

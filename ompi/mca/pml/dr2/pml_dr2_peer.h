@@ -137,25 +137,33 @@ static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* Append an ACK/NACK to the peer's queue, which has room (mca_pml_dr2_peer_queue_ack
+ * merges, and makes room, first). */
+static inline void mca_pml_dr2_peer_append_ack(mca_pml_dr2_peer_t *peer, uint8_t type,
+                                               uint32_t vfrag, uint64_t mask, uint8_t flags)
+{
+    mca_pml_dr2_pending_ack_t *a = &peer->acks[peer->nacks];
+
+    if (0 == peer->nacks) {
+        peer->acks_since = mca_pml_dr2.progress_pass;
+    }
+    a->vfrag = vfrag;
+    a->mask = mask;
+    a->type = type;
+    a->flags = flags;
+    peer->nacks++;
+    mca_pml_dr2_peer_set_work(peer);
+}
+
 /* Queue the ACK of a vfrag just received whole for the first time (fragment 0 of one):
  * nothing queued can be for the same vfrag, so no merge to look for. */
 static inline void mca_pml_dr2_peer_queue_new_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag)
 {
-    mca_pml_dr2_pending_ack_t *a;
-
     if (OPAL_UNLIKELY(peer->nacks == MCA_PML_DR2_MAX_PENDING_ACKS || peer->failed)) {
         mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0);
         return;
     }
-    if (0 == peer->nacks) {
-        peer->acks_since = mca_pml_dr2.progress_pass;
-    }
-    a = &peer->acks[peer->nacks++];
-    a->vfrag = vfrag;
-    a->mask = 1;
-    a->type = PML_DR2_HDR_ACK;
-    a->flags = 0;
-    mca_pml_dr2_peer_set_work(peer);
+    mca_pml_dr2_peer_append_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0);
 }
 
 /* An ACK (without the MATCHED flag) that arrived inside an EAGER header: handled from a

@@ -236,7 +236,6 @@ int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req)
     MCA_PML_BASE_RECV_START(&req->req_recv);
     req->msg = NULL;
     req->posted = false;
-    req->prepared_with = NULL;
 
     /* ULFM (ob1 recvreq.c): no receive waits on a revoked communicator or a dead sender */
     if (ompi_comm_is_revoked(comm) && !ompi_request_tag_is_ft(base->req_tag)) {
