@@ -178,6 +178,28 @@ static inline void ref_encode(const pml_dr2_hdr_t *h, unsigned char *p, uint8_t 
     ref_put(p + 4, ref_hdr_crc(p, len), 4);
 }
 
+/* TINY, as documented: 16 header bytes, then the payload (already at p + 16), one CRC. */
+static inline void ref_encode_tiny(const pml_dr2_hdr_t *h, unsigned char *p)
+{
+    memset(p, 0, 16);
+    p[0] = PML_DR2_HDR_TINY;
+    ref_put(p + 1, h->match.vfrag, 3);
+    ref_put(p + 8, h->match.ctx, 2);
+    ref_put(p + 10, (uint32_t) h->match.src, 2);
+    ref_put(p + 12, (uint32_t) h->match.tag, 2);
+    ref_put(p + 14, h->match.seq, 2);
+    ref_put(p + 4, pml_dr2_crc32c(ref_hdr_crc(p, 16), p + 16, h->frag_len), 4);
+}
+
+/* What the documentation lets a TINY carry: an EAGER without ACK, 16-bit envelope. */
+static inline int ref_tiny_fits(const pml_dr2_hdr_t *h, size_t payload_len)
+{
+    return PML_DR2_HDR_EAGER == h->type && payload_len <= 256 && 0 == h->piggy_ack.mask
+           && 0 == h->piggy_ack.vfrag && 0 == (h->flags & ~PML_DR2_HDR_FLAG_ACK_NOW)
+           && h->match.ctx <= 0xFFFF && h->match.src >= 0 && h->match.src <= 0xFFFF
+           && h->match.tag >= -32768 && h->match.tag <= 32767;
+}
+
 /* Flags the documentation allows for a type. */
 static inline uint8_t ref_allowed_flags(int type)
 {

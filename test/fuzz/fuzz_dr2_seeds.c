@@ -125,6 +125,30 @@ static void hdr_seeds(void)
         len += pack(&h, seg + len, sizeof(seg) - len, 0);
     }
     write_seed("hdr", "segment-frag-acks", seg, len);
+    /* TINY, the short EAGER, with 0 and 8 bytes of payload; then an ACK followed by one */
+    for (uint32_t plen = 0; plen <= 8; plen += 8) {
+        memset(&h, 0, sizeof(h));
+        h.type = PML_DR2_HDR_EAGER;
+        h.flags = PML_DR2_HDR_FLAG_ACK_NOW;
+        h.match.ctx = 3;
+        h.match.tag = -12;
+        h.match.seq = 7;
+        h.match.vfrag = 0x12345678u;
+        n = pml_dr2_hdr_pack_tiny(&h, seg, sizeof(seg), "payload!", plen);
+        snprintf(name, sizeof(name), "tiny-len%u", plen);
+        write_seed("hdr", name, seg, n);
+    }
+    memset(&h, 0, sizeof(h));
+    h.type = PML_DR2_HDR_ACK;
+    h.ack.vfrag = 4;
+    h.ack.mask = 1;
+    len = pack(&h, seg, sizeof(seg), 0);
+    memset(&h, 0, sizeof(h));
+    h.type = PML_DR2_HDR_EAGER;
+    h.flags = PML_DR2_HDR_FLAG_ACK_NOW;
+    h.match.vfrag = 5;
+    len += pml_dr2_hdr_pack_tiny(&h, seg + len, sizeof(seg) - len, "abcd", 4);
+    write_seed("hdr", "segment-ack-tiny", seg, len);
 }
 
 /* ---- rx -------------------------------------------------------------------------------- */

@@ -170,7 +170,8 @@ static void sizes_per_type(void)
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_NACK) == 20);
     CHECK(pml_dr2_hdr_size(0) == 0);
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_EAGER) == 44);
-    CHECK(pml_dr2_hdr_size(7) == 0);
+    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_TINY) == 16);
+    CHECK(pml_dr2_hdr_size(8) == 0);
     CHECK(pml_dr2_hdr_size(-1) == 0);
     CHECK(pml_dr2_hdr_size(256 + PML_DR2_HDR_ACK) == 0);
     for (int t = PML_DR2_HDR_MATCH; t <= PML_DR2_HDR_EAGER; t++) {
@@ -398,7 +399,10 @@ static void each_malformed_field_has_its_status(void)
     CHECK(decode_mutated(&match, 2, 2, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
     CHECK(decode_mutated(&match, 2, 0, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
     CHECK(decode_mutated(&match, 0, 0, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
-    CHECK(decode_mutated(&match, 0, 7, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
+    CHECK(decode_mutated(&match, 0, 8, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
+    /* read as a TINY, the bytes fail its one checksum */
+    CHECK(decode_mutated(&match, 0, PML_DR2_HDR_TINY, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_HDR_CRC);
     CHECK(decode_mutated(&match, 0, 255, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
     CHECK(decode_mutated(&match, 3, 43, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
     CHECK(decode_mutated(&match, 3, 45, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
@@ -826,6 +830,158 @@ static void eager_encode_refuses_invalid_headers(void)
     CHECK(pml_dr2_hdr_encode(&h, buf, sizeof(buf)) == 44);
 }
 
+/* ---- TINY: an EAGER without ACK in 16 bytes ----------------------------------------- */
+
+/* An envelope that fits TINY's 16-bit fields, at their edges. */
+static pml_dr2_hdr_t sample_tiny(void)
+{
+    pml_dr2_hdr_t h = sample_eager(0);
+
+    h.match.ctx = 0xFFFF;
+    h.match.src = 0xFFFE;
+    h.match.tag = -32768;
+    h.match.seq = 0x8001;
+    h.match.vfrag = 0xA1B2C3D4u; /* only 0xB2C3D4 goes on the wire */
+    return h;
+}
+
+/* A TINY image of the sample with `len` random payload bytes, in a buffer of its length. */
+static wire_t make_tiny(pml_dr2_hdr_t hdr, uint32_t len)
+{
+    wire_t w;
+    unsigned char *payload = calloc(len + 1, 1);
+
+    rng_fill(payload, len);
+    w.hdr = hdr;
+    w.len = PML_DR2_HDR_TINY_LEN + len;
+    w.buf = malloc(w.len);
+    CHECK(pml_dr2_hdr_pack_tiny(&hdr, w.buf, w.len, payload, len) == w.len);
+    CHECK(memcmp(w.buf + PML_DR2_HDR_TINY_LEN, payload, len) == 0);
+    free(payload);
+    return w;
+}
+
+static void tiny_golden_bytes(void)
+{
+    static const unsigned char tiny_body[] = {
+        0x07, 0xD4, 0xC3, 0xB2, /* TINY, vfrag low 24 bits */
+        0, 0, 0, 0,             /* crc */
+        0xFF, 0xFF,             /* ctx */
+        0xFE, 0xFF,             /* src */
+        0x00, 0x80,             /* tag -32768 */
+        0x01, 0x80,             /* seq */
+        'a', 'b', 'c',          /* payload */
+    };
+    unsigned char buf[64], expect[64];
+    pml_dr2_hdr_t h = sample_tiny();
+
+    memcpy(expect, tiny_body, sizeof(tiny_body));
+    reseal_eager(expect, sizeof(tiny_body)); /* the same rule: header, field as 0, payload */
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "abc", 3) == sizeof(tiny_body));
+    CHECK(memcmp(buf, expect, sizeof(tiny_body)) == 0);
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(tiny_body) - 1, "abc", 3) == 0);
+}
+
+static void tiny_round_trip(void)
+{
+    static const uint32_t lens[] = {0, 1, 8, PML_DR2_HDR_TINY_MAX_PAYLOAD};
+    static const int32_t tags[] = {-32768, -17, 0, 32767};
+
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        pml_dr2_hdr_t h = sample_tiny(), out;
+        wire_t w;
+        unsigned char *dst = malloc(lens[i] + 1);
+
+        h.match.tag = tags[i];
+        w = make_tiny(h, lens[i]);
+        CHECK(decode_exact(w.buf, w.len, MAX_PAYLOAD, &out) == PML_DR2_HDR_OK);
+        CHECK(out.type == PML_DR2_HDR_TINY && out.hdr_len == PML_DR2_HDR_TINY_LEN);
+        CHECK(out.flags == PML_DR2_HDR_FLAG_ACK_NOW);
+        CHECK(out.match.ctx == h.match.ctx && out.match.src == h.match.src);
+        CHECK(out.match.tag == tags[i] && out.match.seq == h.match.seq);
+        CHECK(out.match.vfrag == (h.match.vfrag & 0xFFFFFFu));
+        CHECK(out.frag_len == lens[i] && out.match.msg_len == lens[i]);
+        CHECK(out.match.frag_count == 1);
+        CHECK(0 == out.piggy_ack.mask && 0 == out.piggy_ack.vfrag);
+        CHECK(pml_dr2_hdr_wire_len(&out) == w.len);
+        CHECK(pml_dr2_hdr_payload_checked(&out));
+        CHECK(pml_dr2_hdr_decode_header(w.buf, w.len, MAX_PAYLOAD, &out) == PML_DR2_HDR_OK);
+        CHECK(pml_dr2_hdr_unpack(&out, w.buf, dst) == PML_DR2_HDR_OK);
+        CHECK(memcmp(dst, w.buf + PML_DR2_HDR_TINY_LEN, lens[i]) == 0);
+        free(dst);
+        free(w.buf);
+    }
+}
+
+/* What TINY cannot carry is refused, and the sender then uses EAGER. */
+static void tiny_refuses_what_does_not_fit(void)
+{
+    unsigned char buf[PML_DR2_HDR_TINY_LEN + PML_DR2_HDR_TINY_MAX_PAYLOAD + 1];
+    static const unsigned char payload[PML_DR2_HDR_TINY_MAX_PAYLOAD + 1] = {1};
+    pml_dr2_hdr_t h;
+
+    h = sample_tiny();
+    CHECK(pml_dr2_hdr_fits_tiny(&h, PML_DR2_HDR_TINY_MAX_PAYLOAD));
+    CHECK(!pml_dr2_hdr_fits_tiny(&h, PML_DR2_HDR_TINY_MAX_PAYLOAD + 1));
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), payload, sizeof(payload)) == 0);
+    h.match.ctx = 0x10000;
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    h = sample_tiny();
+    h.match.src = 0x10000;
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    h.match.src = -1;
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    h = sample_tiny();
+    h.match.tag = 32768;
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    h.match.tag = -32769;
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    h = sample_eager(1); /* an ACK to carry: only EAGER has room */
+    h.match.ctx = h.match.src = 1;
+    h.match.tag = 1;
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    h = sample_tiny();
+    h.flags |= PML_DR2_HDR_FLAG_RETRANSMIT; /* resends go as EAGER */
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    h = sample_tiny();
+    h.type = PML_DR2_HDR_MATCH;
+    CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+}
+
+/* One checksum over all of it: any single bit flipped fails the decode; a buffer shorter
+ * than the header is truncated; a payload longer than TINY's or the caller's maximum is
+ * refused before any checksum is computed over it. */
+static void tiny_damage_and_lengths(void)
+{
+    wire_t w = make_tiny(sample_tiny(), 8);
+    unsigned char big[PML_DR2_HDR_TINY_LEN + PML_DR2_HDR_TINY_MAX_PAYLOAD + 1];
+    int undetected = 0;
+
+    for (size_t bit = 0; bit < w.len * 8; bit++) {
+        pml_dr2_hdr_t out;
+        w.buf[bit / 8] ^= (unsigned char) (1u << (bit % 8));
+        undetected += pml_dr2_hdr_decode(w.buf, w.len, MAX_PAYLOAD, &out) == PML_DR2_HDR_OK;
+        w.buf[bit / 8] ^= (unsigned char) (1u << (bit % 8));
+    }
+    CHECK(undetected == 0);
+    for (size_t len = 1; len < PML_DR2_HDR_TINY_LEN; len++) {
+        CHECK(decode_exact(w.buf, len, MAX_PAYLOAD, &(pml_dr2_hdr_t){0})
+              == PML_DR2_HDR_ERR_TRUNCATED);
+    }
+    /* a shorter segment is another payload length: the checksum catches the cut */
+    CHECK(decode_exact(w.buf, w.len - 1, MAX_PAYLOAD, &(pml_dr2_hdr_t){0})
+          == PML_DR2_HDR_ERR_HDR_CRC);
+    CHECK(decode_exact(w.buf, w.len, 7, &(pml_dr2_hdr_t){0}) == PML_DR2_HDR_ERR_TOO_LONG);
+    memset(big, 0, sizeof(big));
+    big[0] = PML_DR2_HDR_TINY;
+    reseal_eager(big, sizeof(big));
+    CHECK(decode_exact(big, sizeof(big), MAX_PAYLOAD, &(pml_dr2_hdr_t){0})
+          == PML_DR2_HDR_ERR_TOO_LONG);
+    CHECK(decode_exact(big, sizeof(big) - 1, MAX_PAYLOAD, &(pml_dr2_hdr_t){0})
+          == PML_DR2_HDR_ERR_HDR_CRC);
+    free(w.buf);
+}
+
 int main(void)
 {
     RUN(sizes_per_type);
@@ -843,5 +999,9 @@ int main(void)
     RUN(eager_one_checksum_covers_payload);
     RUN(eager_truncation_and_malformed_fields);
     RUN(eager_encode_refuses_invalid_headers);
+    RUN(tiny_golden_bytes);
+    RUN(tiny_round_trip);
+    RUN(tiny_refuses_what_does_not_fit);
+    RUN(tiny_damage_and_lengths);
     UNIT_EXIT();
 }

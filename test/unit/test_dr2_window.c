@@ -502,6 +502,41 @@ static void mark_next_equals_check_and_mark(void)
     }
 }
 
+/* A TINY's 24-bit vfrag id completed from the window: every id from 2^23 before the one
+ * expected next to 2^23 - 1 after it comes back whole, across the wrap-around of 32-bit
+ * ids; a window's marks do not matter, only its top. */
+static void expand_id_recovers_ids_near_the_next(void)
+{
+    static const uint32_t tops[] = {0, 5, 0x7FFFFF, 0x800000, 0xFFFFFF, 0x1000000,
+                                    0x80000000u, UINT32_MAX - 0x7FFFFF, UINT32_MAX - 1, UINT32_MAX};
+    static const int32_t deltas[] = {0, 1, -1, 1023, -1024, 0x7FFFFF, -0x800000, 12345, -54321};
+
+    for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++) {
+        pml_dr2_window_t w;
+        CHECK(pml_dr2_window_init(&w, PML_DR2_WINDOW_MAX, tops[t] + 1) == 0);
+        CHECK(w.top == tops[t]);
+        for (size_t d = 0; d < sizeof(deltas) / sizeof(deltas[0]); d++) {
+            uint32_t id = tops[t] + 1 + (uint32_t) deltas[d];
+            CHECK(pml_dr2_window_expand_id(&w, id & 0xFFFFFFu, 24) == id);
+        }
+        /* just outside the range: taken for the nearer id with the same low bits */
+        CHECK(pml_dr2_window_expand_id(&w, (tops[t] + 1 + 0x800000u) & 0xFFFFFFu, 24)
+              == tops[t] + 1 - 0x800000u);
+    }
+    for (int i = 0; i < 100000; i++) {
+        pml_dr2_window_t w;
+        uint32_t top = (uint32_t) rng_next();
+        int32_t delta = (int32_t) (rng_next() % 0x1000000u) - 0x800000;
+        uint32_t id = top + 1 + (uint32_t) delta;
+        CHECK(pml_dr2_window_init(&w, 64, top + 1) == 0);
+        CHECK(pml_dr2_window_expand_id(&w, id & 0xFFFFFFu, 24) == id);
+        /* fewer bits: the nearest id with those bits, whichever that is */
+        int32_t near = ((delta % 4096) + 4096) % 4096;
+        near = near >= 2048 ? near - 4096 : near;
+        CHECK(pml_dr2_window_expand_id(&w, id & 0xFFFu, 12) == top + 1 + (uint32_t) near);
+    }
+}
+
 int main(void)
 {
     RUN(init_rejects_bad_sizes);
@@ -514,6 +549,7 @@ int main(void)
     RUN(exhaustive_small_windows_match_the_model);
     RUN(random_runs_match_the_model);
     RUN(mark_next_equals_check_and_mark);
+    RUN(expand_id_recovers_ids_near_the_next);
     RUN(ackmask_1);
     RUN(ackmask_63);
     RUN(ackmask_64);

@@ -55,6 +55,13 @@
 #define EAGER_OFF_ACK_VFRAG 32
 #define EAGER_OFF_ACK_MASK 36
 
+/* TINY. */
+#define TINY_OFF_VFRAG 1
+#define TINY_OFF_CTX 8
+#define TINY_OFF_SRC 10
+#define TINY_OFF_TAG 12
+#define TINY_OFF_SEQ 14
+
 typedef struct {
     uint8_t len;   /* header bytes on the wire */
     uint8_t flags; /* flags the type may carry */
@@ -89,6 +96,10 @@ size_t pml_dr2_hdr_size(int type)
 {
     const hdr_type_info_t *info = type_lookup(type);
 
+    if (PML_DR2_HDR_TINY == type) {
+        return PML_DR2_HDR_TINY_LEN; /* no entry in type_info: no version, flags or length */
+    }
+
     return info != NULL ? info->len : 0;
 }
 
@@ -120,6 +131,17 @@ static inline uint16_t get_u16(const unsigned char *p)
 static inline uint32_t get_u32(const unsigned char *p)
 {
     return get_u16(p) | ((uint32_t) get_u16(p + 2) << 16);
+}
+
+static inline void put_u24(unsigned char *p, uint32_t v)
+{
+    put_u16(p, (uint16_t) v);
+    p[2] = (unsigned char) (v >> 16);
+}
+
+static inline uint32_t get_u24(const unsigned char *p)
+{
+    return get_u16(p) | ((uint32_t) p[2] << 16);
 }
 
 static inline uint64_t get_u64(const unsigned char *p)
@@ -332,6 +354,29 @@ static size_t pack_eager(pml_dr2_hdr_t *hdr, unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_EAGER_LEN + payload_len;
 }
 
+size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,
+                             const void *payload, uint32_t payload_len)
+{
+    unsigned char *p = buf;
+    uint32_t crc;
+
+    if (PML_DR2_HDR_EAGER != hdr->type || !pml_dr2_hdr_fits_tiny(hdr, payload_len)
+        || buf_len < PML_DR2_HDR_TINY_LEN || payload_len > buf_len - PML_DR2_HDR_TINY_LEN) {
+        return 0;
+    }
+    p[0] = PML_DR2_HDR_TINY;
+    put_u24(p + TINY_OFF_VFRAG, hdr->match.vfrag);
+    put_u32(p + OFF_HDR_CRC, 0);
+    put_u16(p + TINY_OFF_CTX, (uint16_t) hdr->match.ctx);
+    put_u16(p + TINY_OFF_SRC, (uint16_t) hdr->match.src);
+    put_u16(p + TINY_OFF_TAG, (uint16_t) hdr->match.tag); /* two's complement, as put_i32 */
+    put_u16(p + TINY_OFF_SEQ, hdr->match.seq);
+    crc = pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_TINY_LEN, p + PML_DR2_HDR_TINY_LEN,
+                                        payload, payload_len);
+    put_u32(p + OFF_HDR_CRC, crc);
+    return PML_DR2_HDR_TINY_LEN + payload_len;
+}
+
 size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
 {
     unsigned char *p = buf;
@@ -502,11 +547,50 @@ static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_OK;
 }
 
+/* TINY: every byte after its 16 is its payload; the checksum covers all of them. */
+static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
+                                        uint32_t max_payload, pml_dr2_hdr_t *hdr)
+{
+    uint16_t tag;
+
+    if (buf_len < PML_DR2_HDR_TINY_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (buf_len - PML_DR2_HDR_TINY_LEN > PML_DR2_HDR_TINY_MAX_PAYLOAD
+        || buf_len - PML_DR2_HDR_TINY_LEN > max_payload) {
+        return PML_DR2_HDR_ERR_TOO_LONG;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = PML_DR2_HDR_TINY;
+    hdr->flags = PML_DR2_HDR_FLAG_ACK_NOW; /* a first transmission, as an EAGER's */
+    hdr->hdr_len = PML_DR2_HDR_TINY_LEN;
+    hdr->frag_len = (uint32_t) (buf_len - PML_DR2_HDR_TINY_LEN);
+    hdr->data_crc = get_u32(p + OFF_HDR_CRC);
+    hdr->match.ctx = get_u16(p + TINY_OFF_CTX);
+    hdr->match.src = get_u16(p + TINY_OFF_SRC);
+    tag = get_u16(p + TINY_OFF_TAG);
+    hdr->match.tag = tag <= INT16_MAX ? (int32_t) tag : (int32_t) tag - 65536;
+    hdr->match.seq = get_u16(p + TINY_OFF_SEQ);
+    hdr->match.frag_count = 1;
+    hdr->match.vfrag = get_u24(p + TINY_OFF_VFRAG);
+    hdr->match.msg_len = hdr->frag_len;
+    if (hdr->data_crc
+        != pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_TINY_LEN, NULL, p + PML_DR2_HDR_TINY_LEN,
+                                         hdr->frag_len)) {
+        return PML_DR2_HDR_ERR_HDR_CRC;
+    }
+    return PML_DR2_HDR_OK;
+}
+
 pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
                                                uint32_t max_payload, pml_dr2_hdr_t *hdr)
 {
     const unsigned char *p = buf;
     pml_dr2_hdr_status_t status;
+
+    if (buf_len > 0 && PML_DR2_HDR_TINY == p[OFF_TYPE]) {
+        return decode_tiny(p, buf_len, max_payload, hdr);
+    }
 
     if (buf_len >= PML_DR2_HDR_COMMON_LEN && PML_DR2_HDR_EAGER == p[OFF_TYPE]
         && PML_DR2_HDR_VERSION == p[OFF_VERSION]) {

@@ -85,6 +85,25 @@
  *                        flags that ACK (never set without one).
  *    44                  (PML_DR2_HDR_EAGER_LEN)
  *
+ * TINY: an EAGER in short form, for a small message whose envelope fits 16-bit fields and
+ * that carries no ACK: 16 bytes, so that 8 bytes of payload and btl/sm's 8-byte fast-box
+ * header fill one 32-byte slot (one cache line) where an EAGER needs two. It has no
+ * version, flags or length: type 7 is TINY in every version, its payload is the rest of
+ * the segment (a TINY is always alone in its segment, nothing can follow it), and it
+ * carries the low 24 bits of its vfrag id, which the receiver completes from the id it
+ * expects next (pml_dr2_window_expand_id): ids in flight are never more than the
+ * 1024-vfrag window apart, far inside the 2^23 either side that 24 bits tell apart. One
+ * checksum over header and payload, as EAGER. Resends of its vfrag go as EAGER.
+ *
+ *     0  u8   type       PML_DR2_HDR_TINY
+ *     1  u24  vfrag      the low 24 bits of the vfrag id (little-endian)
+ *     4  u32  hdr_crc    CRC32C of the 16 header bytes (this field zero), then the payload
+ *     8  u16  ctx        communicator context id (< 65536)
+ *    10  u16  src        sender's rank in the communicator (< 65536)
+ *    12  i16  tag
+ *    14  u16  seq        matching sequence per (communicator, peer)
+ *    16                  (PML_DR2_HDR_TINY_LEN)
+ *
  * An ACK flagged MATCHED for the vfrag of a RNDV also says
  * the receiver matched the message: send the rest / the synchronous send is complete. It
  * is idempotent like any ACK: a sender still waiting for it resends the RNDV (flagged
@@ -109,6 +128,7 @@ typedef enum {
     PML_DR2_HDR_ACK = 4,
     PML_DR2_HDR_NACK = 5,
     PML_DR2_HDR_EAGER = 6,
+    PML_DR2_HDR_TINY = 7,
 } pml_dr2_hdr_type_t;
 
 #define PML_DR2_HDR_COMMON_LEN 8
@@ -117,6 +137,11 @@ typedef enum {
 #define PML_DR2_HDR_ACK_LEN 20 /* ACK and NACK */
 #define PML_DR2_HDR_EAGER_LEN 44
 #define PML_DR2_HDR_MAX_LEN 44
+#define PML_DR2_HDR_TINY_LEN 16
+/* A TINY's payload: at most this many bytes (the rest of its segment). */
+#define PML_DR2_HDR_TINY_MAX_PAYLOAD 256
+/* The bits of a vfrag id a TINY carries. */
+#define PML_DR2_HDR_TINY_VFRAG_BITS 24
 
 /* Fragments per vfrag: one bit each in a 64-bit ACK mask. */
 #define PML_DR2_MAX_FRAGS_PER_VFRAG 64
@@ -242,11 +267,28 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
  * PML_DR2_HDR_ERR_DATA_CRC (dst then holds the corrupt bytes: do not act on them). */
 pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *buf, void *dst);
 
-/* The payload of this decoded header was checked with its header (EAGER). */
+/* The payload of this decoded header was checked with its header (EAGER, TINY). */
 static inline int pml_dr2_hdr_payload_checked(const pml_dr2_hdr_t *hdr)
 {
-    return PML_DR2_HDR_EAGER == hdr->type;
+    return PML_DR2_HDR_EAGER == hdr->type || PML_DR2_HDR_TINY == hdr->type;
 }
+
+/* The envelope of this EAGER header (before pml_dr2_hdr_pack sets its lengths) and a
+ * payload of payload_len bytes fit a TINY, and it carries no ACK. */
+static inline int pml_dr2_hdr_fits_tiny(const pml_dr2_hdr_t *hdr, uint32_t payload_len)
+{
+    return payload_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && 0 == hdr->piggy_ack.mask
+           && 0 == hdr->piggy_ack.vfrag && 0 == (hdr->flags & ~PML_DR2_HDR_FLAG_ACK_NOW) && hdr->match.ctx <= UINT16_MAX
+           && hdr->match.src >= 0 && hdr->match.src <= UINT16_MAX
+           && hdr->match.tag >= INT16_MIN && hdr->match.tag <= INT16_MAX;
+}
+
+/* Encode an EAGER header that pml_dr2_hdr_fits_tiny as a TINY followed by a copy of the
+ * payload, checksummed while it is copied. Returns the wire length, or 0. A TINY's vfrag
+ * id is only its low PML_DR2_HDR_TINY_VFRAG_BITS bits; decode returns it so (type TINY),
+ * for the receiver to complete. */
+size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,
+                             const void *payload, uint32_t payload_len);
 
 /* A short name for a status ("ok", "hdr-crc", ...), for counters and logs. */
 const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status);

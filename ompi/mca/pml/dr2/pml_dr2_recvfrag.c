@@ -551,6 +551,12 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             mca_pml_dr2.counters.frags_received++;
             handle_frag(peer, &hdr, payload);
             break;
+        case PML_DR2_HDR_TINY:
+            /* an EAGER in short form, without an ACK: its id completed from the window */
+            hdr.type = PML_DR2_HDR_EAGER;
+            hdr.match.vfrag = pml_dr2_window_expand_id(&peer->rx_window, hdr.match.vfrag,
+                                                       PML_DR2_HDR_TINY_VFRAG_BITS);
+            /* fall through */
         case PML_DR2_HDR_EAGER:
             mca_pml_dr2.counters.frags_received++;
             if (!eager_receive_now(peer, &hdr, payload)) {
@@ -566,8 +572,11 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             }
             break;
         case PML_DR2_HDR_ACK:
-            mca_pml_dr2_vfrag_ack(peer, hdr.ack.vfrag, hdr.ack.mask,
-                                  0 != (hdr.flags & PML_DR2_HDR_FLAG_MATCHED));
+            if (hdr.flags & PML_DR2_HDR_FLAG_MATCHED) {
+                mca_pml_dr2_vfrag_ack(peer, hdr.ack.vfrag, hdr.ack.mask, true);
+            } else {
+                mca_pml_dr2_peer_defer_ack(peer, hdr.ack.vfrag, hdr.ack.mask);
+            }
             break;
         case PML_DR2_HDR_NACK:
             mca_pml_dr2_vfrag_nack(peer, &hdr);
@@ -608,7 +617,7 @@ static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
     if (NULL == ep || 1 != desc->des_segment_count
         || PML_DR2_HDR_OK != pml_dr2_hdr_decode_header(seg->seg_addr.pval, seg->seg_len, max, &hdr)
         || (PML_DR2_HDR_MATCH != hdr.type && PML_DR2_HDR_RNDV != hdr.type
-            && PML_DR2_HDR_EAGER != hdr.type)) {
+            && PML_DR2_HDR_EAGER != hdr.type && PML_DR2_HDR_TINY != hdr.type)) {
         return NULL;
     }
     comm = ompi_comm_lookup(hdr.match.ctx);

@@ -247,6 +247,20 @@ static size_t pack_eager(const mca_pml_dr2_txmsg_t *msg, uint32_t id, uint8_t fl
     return n;
 }
 
+/* The same message as a TINY (pml_dr2_hdr.h), when its envelope fits one; 0 if not. */
+static size_t pack_tiny(const mca_pml_dr2_txmsg_t *msg, uint32_t id, unsigned char *buf,
+                        size_t len)
+{
+    pml_dr2_hdr_t hdr;
+
+    hdr.type = PML_DR2_HDR_EAGER;
+    hdr.flags = PML_DR2_HDR_FLAG_ACK_NOW;
+    hdr_set_envelope(&hdr, msg, id);
+    hdr.piggy_ack.vfrag = 0;
+    hdr.piggy_ack.mask = 0;
+    return pml_dr2_hdr_pack_tiny(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
+}
+
 static size_t fill_eager(void *vctx, unsigned char *buf, size_t len)
 {
     frag_ctx_t *ctx = vctx;
@@ -507,16 +521,23 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
     unsigned char seg[MCA_PML_DR2_SMALL_SEGMENT_MAX];
-    size_t len = PML_DR2_HDR_EAGER_LEN + msg->msg_len;
-    int inline_ack, acks, rc;
+    size_t len = 0;
+    int inline_ack, acks = 0, rc;
 
-    acks = acks_to_piggyback(peer, len, true, &inline_ack);
-    if (len + (size_t) (acks - inline_ack) * PML_DR2_HDR_ACK_LEN > sizeof(seg)) {
-        acks = inline_ack + (int) ((sizeof(seg) - len) / PML_DR2_HDR_ACK_LEN);
+    if (msg->msg_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD) {
+        /* the ACKs we owe the peer wait for another segment, or go alone */
+        len = pack_tiny(msg, peer->tx_next_id, seg, sizeof(seg));
     }
-    /* its only fragment is the last one this round sends: ask for the ACK now */
-    len = pack_eager(msg, peer->tx_next_id, PML_DR2_HDR_FLAG_ACK_NOW, inline_ack, acks, seg,
-                     sizeof(seg));
+    if (0 == len) {
+        len = PML_DR2_HDR_EAGER_LEN + msg->msg_len;
+        acks = acks_to_piggyback(peer, len, true, &inline_ack);
+        if (len + (size_t) (acks - inline_ack) * PML_DR2_HDR_ACK_LEN > sizeof(seg)) {
+            acks = inline_ack + (int) ((sizeof(seg) - len) / PML_DR2_HDR_ACK_LEN);
+        }
+        /* its only fragment is the last one this round sends: ask for the ACK now */
+        len = pack_eager(msg, peer->tx_next_id, PML_DR2_HDR_FLAG_ACK_NOW, inline_ack, acks, seg,
+                         sizeof(seg));
+    }
     rc = mca_pml_dr2_peer_send_small(peer, seg, len);
     vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {

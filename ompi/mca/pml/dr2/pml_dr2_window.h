@@ -72,4 +72,19 @@ static inline void pml_dr2_window_mark_next(pml_dr2_window_t *win)
     win->marked[bit / 64] |= UINT64_C(1) << (bit % 64);
 }
 
+/* The full id of a vfrag of which only the low `bits` bits are known (a TINY header,
+ * 1 < bits < 32): the id with those low bits nearest to the one expected next (top + 1),
+ * within 2^(bits-1) before it and 2^(bits-1) - 1 after it. Ids the sender can have in
+ * flight are within one window of it either way; an id further away than 2^(bits-1) (a
+ * copy outliving that many newer vfrags) would be taken for a nearer one. */
+static inline uint32_t pml_dr2_window_expand_id(const pml_dr2_window_t *win, uint32_t low,
+                                                unsigned bits)
+{
+    uint32_t next = win->top + 1;
+    uint32_t span = UINT32_C(1) << bits;
+    uint32_t ahead = (low - next) & (span - 1);
+
+    return ahead < span / 2 ? next + ahead : next + ahead - span;
+}
+
 #endif /* PML_DR2_WINDOW_H */
