@@ -59,8 +59,8 @@ BEGIN_C_DECLS
 /* Pending ACK/NACK entries per peer before a flush is forced. */
 #define MCA_PML_DR2_MAX_PENDING_ACKS 32
 
-/* ACKs received inside EAGER headers and not handled yet, per peer, before they are handled
- * at once (mca_pml_dr2_peer_defer_ack). */
+/* ACKs received (inside EAGER headers or alone) and not handled yet, per peer, before they
+ * are handled at once (mca_pml_dr2_peer_defer_ack). */
 #define MCA_PML_DR2_MAX_DEFERRED_ACKS 16
 
 enum {

@@ -5,7 +5,7 @@
  * never a struct cast over wire data, so the layout does not depend on the compiler, the
  * host byte order or alignment, and nothing read off the wire is used before it is checked.
  *
- * Every header starts with the same 8 bytes:
+ * Every header but TINY (below) starts with the same 8 bytes:
  *
  *   off size field     meaning
  *     0  u8   type     PML_DR2_HDR_MATCH .. PML_DR2_HDR_EAGER
@@ -278,8 +278,8 @@ static inline int pml_dr2_hdr_payload_checked(const pml_dr2_hdr_t *hdr)
 static inline int pml_dr2_hdr_fits_tiny(const pml_dr2_hdr_t *hdr, uint32_t payload_len)
 {
     return payload_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && 0 == hdr->piggy_ack.mask
-           && 0 == hdr->piggy_ack.vfrag && 0 == (hdr->flags & ~PML_DR2_HDR_FLAG_ACK_NOW) && hdr->match.ctx <= UINT16_MAX
-           && hdr->match.src >= 0 && hdr->match.src <= UINT16_MAX
+           && 0 == hdr->piggy_ack.vfrag && 0 == (hdr->flags & ~PML_DR2_HDR_FLAG_ACK_NOW)
+           && hdr->match.ctx <= UINT16_MAX && hdr->match.src >= 0 && hdr->match.src <= UINT16_MAX
            && hdr->match.tag >= INT16_MIN && hdr->match.tag <= INT16_MAX;
 }
 

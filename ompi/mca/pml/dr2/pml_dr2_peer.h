@@ -69,7 +69,7 @@ typedef struct mca_pml_dr2_peer_t {
     int nacks;
     uint64_t acks_since; /* progress pass in which the oldest pending ACK was queued */
 
-    /* ACKs from the peer that came inside its EAGER headers, not handled yet: releasing
+    /* ACKs from the peer (inside its EAGER headers or alone), not handled yet: releasing
      * what they acknowledge waits for a later progress call (mca_pml_dr2_peer_defer_ack) */
     mca_pml_dr2_pending_ack_t acks_in[MCA_PML_DR2_MAX_DEFERRED_ACKS];
     int nacks_in;
@@ -166,11 +166,11 @@ static inline void mca_pml_dr2_peer_queue_new_ack(mca_pml_dr2_peer_t *peer, uint
     mca_pml_dr2_peer_append_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0);
 }
 
-/* An ACK (without the MATCHED flag) that arrived inside an EAGER header: handled from a
- * later progress call (mca_pml_dr2_vfrag_ack_deferred), not now. The EAGER's receive then
- * completes without waiting for the sender-side bookkeeping of the ACK (releasing the
- * acknowledged message, timers), which happens while the process waits anyway: in a
- * ping-pong that is the next receive. The ACK timers of the peer are checked only after
+/* An ACK (without the MATCHED flag) that arrived inside an EAGER header or alone: handled
+ * from a later progress call (mca_pml_dr2_vfrag_ack_deferred), not now. A receive that
+ * completes in the same BTL progress call then does not wait for the sender-side
+ * bookkeeping of the ACK (releasing the acknowledged message, timers), which happens while
+ * the process waits anyway: in a ping-pong that is the next receive. The ACK timers of the peer are checked only after
  * its deferred ACKs are handled, so a deferral never causes a resend. */
 static inline void mca_pml_dr2_peer_defer_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag,
                                               uint64_t mask)

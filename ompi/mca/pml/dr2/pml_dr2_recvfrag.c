@@ -602,8 +602,8 @@ void mca_pml_dr2_drain_deferred(void)
 
 /* A segment from a BTL endpoint that is not one of the BML endpoints we mapped: a BTL can
  * create endpoints of its own, e.g. btl/tcp when a process of another job (MPI_Comm_spawn)
- * connects before the BML added it. The sender is learnt from a MATCH, RNDV or EAGER header
- * (checked, so its communicator and rank can be trusted as much as any header); other
+ * connects before the BML added it. The sender is learnt from a MATCH, RNDV, EAGER or TINY
+ * header (checked, so its communicator and rank can be trusted as much as any header); other
  * headers carry no sender and are dropped until then (the sender's timers resend them). */
 static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
                                           const mca_btl_base_receive_descriptor_t *desc)
