@@ -523,6 +523,18 @@ static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     }
 }
 
+/* An ACK from the peer, alone or inside an EAGER: a rendezvous' go-ahead (MATCHED) at once,
+ * any other one from a later progress call (mca_pml_dr2_peer_defer_ack). */
+static inline void ack_arrived(mca_pml_dr2_peer_t *peer, const pml_dr2_ack_hdr_t *ack,
+                               uint8_t flags)
+{
+    if (flags & PML_DR2_HDR_FLAG_MATCHED) {
+        mca_pml_dr2_vfrag_ack(peer, ack->vfrag, ack->mask, true);
+    } else {
+        mca_pml_dr2_peer_defer_ack(peer, ack->vfrag, ack->mask);
+    }
+}
+
 void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len)
 {
     size_t off = 0;
@@ -563,20 +575,11 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
                 handle_match(peer, &hdr, payload);
             }
             if (0 != hdr.piggy_ack.mask && !peer->failed) {
-                /* the ACK inside: a rendezvous' go-ahead at once, any other one later */
-                if (hdr.flags & PML_DR2_HDR_FLAG_MATCHED) {
-                    mca_pml_dr2_vfrag_ack(peer, hdr.piggy_ack.vfrag, hdr.piggy_ack.mask, true);
-                } else {
-                    mca_pml_dr2_peer_defer_ack(peer, hdr.piggy_ack.vfrag, hdr.piggy_ack.mask);
-                }
+                ack_arrived(peer, &hdr.piggy_ack, hdr.flags);
             }
             break;
         case PML_DR2_HDR_ACK:
-            if (hdr.flags & PML_DR2_HDR_FLAG_MATCHED) {
-                mca_pml_dr2_vfrag_ack(peer, hdr.ack.vfrag, hdr.ack.mask, true);
-            } else {
-                mca_pml_dr2_peer_defer_ack(peer, hdr.ack.vfrag, hdr.ack.mask);
-            }
+            ack_arrived(peer, &hdr.ack, hdr.flags);
             break;
         case PML_DR2_HDR_NACK:
             mca_pml_dr2_vfrag_nack(peer, &hdr);

@@ -218,6 +218,18 @@ static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned inde
            && v->len == v->msg->msg_len && is_eager_message(v->msg);
 }
 
+/* The EAGER header of message `msg` (vfrag `id`) without an ACK inside: every field EAGER
+ * has is set (the codec sets the lengths), so no memset. TINY is written from it too. */
+static inline void eager_hdr_start(pml_dr2_hdr_t *hdr, const mca_pml_dr2_txmsg_t *msg,
+                                   uint32_t id, uint8_t flags)
+{
+    hdr->type = PML_DR2_HDR_EAGER;
+    hdr->flags = flags;
+    hdr_set_envelope(hdr, msg, id);
+    hdr->piggy_ack.vfrag = 0;
+    hdr->piggy_ack.mask = 0;
+}
+
 /* The EAGER segment of message `msg` (vfrag `id`): header, payload, then the peer's queued
  * ACKs 0..acks-1, the first inside the header if `inline_ack`. Returns its length. */
 static size_t pack_eager(const mca_pml_dr2_txmsg_t *msg, uint32_t id, uint8_t flags,
@@ -227,12 +239,7 @@ static size_t pack_eager(const mca_pml_dr2_txmsg_t *msg, uint32_t id, uint8_t fl
     pml_dr2_hdr_t hdr;
     size_t n;
 
-    /* every field EAGER has is set: no memset */
-    hdr.type = PML_DR2_HDR_EAGER;
-    hdr.flags = flags;
-    hdr_set_envelope(&hdr, msg, id);
-    hdr.piggy_ack.vfrag = 0;
-    hdr.piggy_ack.mask = 0;
+    eager_hdr_start(&hdr, msg, id, flags);
     if (inline_ack) {
         hdr.piggy_ack.vfrag = peer->acks[0].vfrag;
         hdr.piggy_ack.mask = peer->acks[0].mask;
@@ -253,11 +260,7 @@ static size_t pack_tiny(const mca_pml_dr2_txmsg_t *msg, uint32_t id, unsigned ch
 {
     pml_dr2_hdr_t hdr;
 
-    hdr.type = PML_DR2_HDR_EAGER;
-    hdr.flags = PML_DR2_HDR_FLAG_ACK_NOW;
-    hdr_set_envelope(&hdr, msg, id);
-    hdr.piggy_ack.vfrag = 0;
-    hdr.piggy_ack.mask = 0;
+    eager_hdr_start(&hdr, msg, id, PML_DR2_HDR_FLAG_ACK_NOW);
     return pml_dr2_hdr_pack_tiny(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
 }
 
@@ -504,10 +507,16 @@ static void vfrag_sent_whole(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
     vfrag_rearm(peer, v);
 }
 
-/* The first transmission of a message of one fragment did not go: pending, for peer_push
+/* After the first transmission of a message of one fragment: in flight if it went (the
+ * ACKs it carried may have been all the peer's work), otherwise pending, for peer_push
  * (from progress), as any other fragment. */
-static void vfrag_send_later(mca_pml_dr2_peer_t *peer, int rc)
+static void vfrag_first_send_done(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int rc)
 {
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        vfrag_sent_whole(peer, v);
+        mca_pml_dr2_peer_set_work(peer);
+        return;
+    }
     vfrag_count_pending(peer);
     if (OMPI_ERR_UNREACH == rc) {
         mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
@@ -545,11 +554,8 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
         if (acks > 0) {
             mca_pml_dr2_peer_acks_sent(peer, acks);
         }
-        vfrag_sent_whole(peer, v);
-        mca_pml_dr2_peer_set_work(peer); /* the ACKs it carried may have been all there were */
-    } else {
-        vfrag_send_later(peer, rc);
     }
+    vfrag_first_send_done(peer, v, rc);
 }
 
 /* The common small message: an eager message of one fragment, with nothing of the peer
@@ -562,7 +568,6 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
     mca_pml_dr2_vfrag_t *v;
-    int rc;
 
     if (msg->rndv || msg->msg_len > msg->frag_len || 0 != peer->tx_pending || peer->failed
         || !opal_list_is_empty(&peer->tx_blocked) || !window_has_room(peer)
@@ -578,13 +583,7 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
         return true;
     }
     vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
-    rc = send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW);
-    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
-        vfrag_sent_whole(peer, v);
-        mca_pml_dr2_peer_set_work(peer); /* the ACKs it carried may have been all there were */
-    } else {
-        vfrag_send_later(peer, rc);
-    }
+    vfrag_first_send_done(peer, v, send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW));
     return true;
 }
 
@@ -603,13 +602,14 @@ static inline void txmsg_keep_copy(mca_pml_dr2_txmsg_t *msg)
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
+    bool sent;
 
     msg->state = MCA_PML_DR2_TX_SCHEDULING;
-    if (txmsg_send_single(msg)) {
-        txmsg_keep_copy(msg);
+    sent = txmsg_send_single(msg);
+    txmsg_keep_copy(msg); /* on every path: the caller's buffer is theirs again */
+    if (sent) {
         return;
     }
-    txmsg_keep_copy(msg);
     if (!opal_list_is_empty(&peer->tx_blocked)) {
         /* others are waiting for window space: queue behind them */
         opal_list_append(&peer->tx_blocked, &msg->super.super);
