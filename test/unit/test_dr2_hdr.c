@@ -880,6 +880,12 @@ static void tiny_golden_bytes(void)
     CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "abc", 3) == sizeof(tiny_body));
     CHECK(memcmp(buf, expect, sizeof(tiny_body)) == 0);
     CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(tiny_body) - 1, "abc", 3) == 0);
+    /* the sender's direct path: the same bytes from the envelope alone */
+    memset(buf, 0x5A, sizeof(buf));
+    CHECK(pml_dr2_hdr_pack_tiny_envelope(&h.match, buf, sizeof(buf), "abc", 3)
+          == sizeof(tiny_body));
+    CHECK(memcmp(buf, expect, sizeof(tiny_body)) == 0);
+    CHECK(pml_dr2_hdr_pack_tiny_envelope(&h.match, buf, sizeof(tiny_body) - 1, "abc", 3) == 0);
 }
 
 static void tiny_round_trip(void)
@@ -931,11 +937,18 @@ static void tiny_refuses_what_does_not_fit(void)
     CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
     h.match.src = -1;
     CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    CHECK(pml_dr2_hdr_pack_tiny_envelope(&h.match, buf, sizeof(buf), "x", 1) == 0);
     h = sample_tiny();
     h.match.tag = 32768;
     CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    CHECK(pml_dr2_hdr_pack_tiny_envelope(&h.match, buf, sizeof(buf), "x", 1) == 0);
     h.match.tag = -32769;
     CHECK(pml_dr2_hdr_pack_tiny(&h, buf, sizeof(buf), "x", 1) == 0);
+    CHECK(!pml_dr2_hdr_envelope_fits_tiny(&h.match, 1));
+    h = sample_tiny();
+    CHECK(pml_dr2_hdr_envelope_fits_tiny(&h.match, PML_DR2_HDR_TINY_MAX_PAYLOAD));
+    CHECK(pml_dr2_hdr_pack_tiny_envelope(&h.match, buf, sizeof(buf), payload, sizeof(payload))
+          == 0);
     h = sample_eager(1); /* an ACK to carry: only EAGER has room */
     h.match.ctx = h.match.src = 1;
     h.match.tag = 1;

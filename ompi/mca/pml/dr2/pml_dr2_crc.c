@@ -296,7 +296,7 @@ static SSE42_FN uint32_t sse42_1way_copy(uint32_t crc, unsigned char *dst,
     return sse42_one_stream(crc, dst, src, len, 1);
 }
 
-/* A header is short (20 or 44 bytes): one stream, the first word loaded with its checksum
+/* A header is short (16, 20 or 44 bytes): one stream, the first word loaded with its checksum
  * bytes masked off (x86 is little-endian: bytes 4..7 are the word's high half). Inline, so
  * that a constant length unrolls the stream. */
 SSE42_INLINE uint32_t sse42_header_inline(const unsigned char *p, size_t len)
@@ -317,8 +317,11 @@ static SSE42_FN uint32_t sse42_header_payload(const unsigned char *hdr, size_t h
                                               unsigned char *dst, const unsigned char *src,
                                               size_t len)
 {
-    /* The EAGER header's length as a constant: its words checksummed without a loop. */
-    uint32_t crc = 44 == hdr_len ? sse42_header_inline(hdr, 44) : sse42_header_inline(hdr, hdr_len);
+    /* The EAGER and TINY headers' lengths as constants: their words checksummed without a
+     * loop. */
+    uint32_t crc = 44 == hdr_len   ? sse42_header_inline(hdr, 44)
+                   : 16 == hdr_len ? sse42_header_inline(hdr, 16)
+                                   : sse42_header_inline(hdr, hdr_len);
 
     if (NULL != dst) {
         return sse42_interleaved(crc, dst, src, len, 1);

@@ -354,27 +354,36 @@ static size_t pack_eager(pml_dr2_hdr_t *hdr, unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_EAGER_LEN + payload_len;
 }
 
-size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,
-                             const void *payload, uint32_t payload_len)
+size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *buf,
+                                      size_t buf_len, const void *payload, uint32_t payload_len)
 {
     unsigned char *p = buf;
     uint32_t crc;
 
-    if (PML_DR2_HDR_EAGER != hdr->type || !pml_dr2_hdr_fits_tiny(hdr, payload_len)
-        || buf_len < PML_DR2_HDR_TINY_LEN || payload_len > buf_len - PML_DR2_HDR_TINY_LEN) {
+    if (!pml_dr2_hdr_envelope_fits_tiny(match, payload_len) || buf_len < PML_DR2_HDR_TINY_LEN
+        || payload_len > buf_len - PML_DR2_HDR_TINY_LEN) {
         return 0;
     }
     p[0] = PML_DR2_HDR_TINY;
-    put_u24(p + TINY_OFF_VFRAG, hdr->match.vfrag);
+    put_u24(p + TINY_OFF_VFRAG, match->vfrag);
     put_u32(p + OFF_HDR_CRC, 0);
-    put_u16(p + TINY_OFF_CTX, (uint16_t) hdr->match.ctx);
-    put_u16(p + TINY_OFF_SRC, (uint16_t) hdr->match.src);
-    put_u16(p + TINY_OFF_TAG, (uint16_t) hdr->match.tag); /* two's complement, as put_i32 */
-    put_u16(p + TINY_OFF_SEQ, hdr->match.seq);
+    put_u16(p + TINY_OFF_CTX, (uint16_t) match->ctx);
+    put_u16(p + TINY_OFF_SRC, (uint16_t) match->src);
+    put_u16(p + TINY_OFF_TAG, (uint16_t) match->tag); /* two's complement, as put_i32 */
+    put_u16(p + TINY_OFF_SEQ, match->seq);
     crc = pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_TINY_LEN, p + PML_DR2_HDR_TINY_LEN,
                                         payload, payload_len);
     put_u32(p + OFF_HDR_CRC, crc);
     return PML_DR2_HDR_TINY_LEN + payload_len;
+}
+
+size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,
+                             const void *payload, uint32_t payload_len)
+{
+    if (PML_DR2_HDR_EAGER != hdr->type || !pml_dr2_hdr_fits_tiny(hdr, payload_len)) {
+        return 0;
+    }
+    return pml_dr2_hdr_pack_tiny_envelope(&hdr->match, buf, buf_len, payload, payload_len);
 }
 
 size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
@@ -560,9 +569,11 @@ static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
         || buf_len - PML_DR2_HDR_TINY_LEN > max_payload) {
         return PML_DR2_HDR_ERR_TOO_LONG;
     }
-    memset(hdr, 0, sizeof(*hdr));
+    /* every field an EAGER has is set (no memset: this is the small-message path) */
     hdr->type = PML_DR2_HDR_TINY;
     hdr->flags = PML_DR2_HDR_FLAG_ACK_NOW; /* a first transmission, as an EAGER's */
+    hdr->piggy_ack.vfrag = 0;
+    hdr->piggy_ack.mask = 0;
     hdr->hdr_len = PML_DR2_HDR_TINY_LEN;
     hdr->frag_len = (uint32_t) (buf_len - PML_DR2_HDR_TINY_LEN);
     hdr->data_crc = get_u32(p + OFF_HDR_CRC);

@@ -273,20 +273,34 @@ static inline int pml_dr2_hdr_payload_checked(const pml_dr2_hdr_t *hdr)
     return PML_DR2_HDR_EAGER == hdr->type || PML_DR2_HDR_TINY == hdr->type;
 }
 
+/* A message with this envelope (ctx, src, tag; no other field is read) and a payload of
+ * payload_len bytes fits a TINY. */
+static inline int pml_dr2_hdr_envelope_fits_tiny(const pml_dr2_match_hdr_t *match,
+                                                 uint32_t payload_len)
+{
+    return payload_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && match->ctx <= UINT16_MAX
+           && match->src >= 0 && match->src <= UINT16_MAX && match->tag >= INT16_MIN
+           && match->tag <= INT16_MAX;
+}
+
 /* The envelope of this EAGER header (before pml_dr2_hdr_pack sets its lengths) and a
  * payload of payload_len bytes fit a TINY, and it carries no ACK. */
 static inline int pml_dr2_hdr_fits_tiny(const pml_dr2_hdr_t *hdr, uint32_t payload_len)
 {
-    return payload_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && 0 == hdr->piggy_ack.mask
-           && 0 == hdr->piggy_ack.vfrag && 0 == (hdr->flags & ~PML_DR2_HDR_FLAG_ACK_NOW)
-           && hdr->match.ctx <= UINT16_MAX && hdr->match.src >= 0 && hdr->match.src <= UINT16_MAX
-           && hdr->match.tag >= INT16_MIN && hdr->match.tag <= INT16_MAX;
+    return 0 == hdr->piggy_ack.mask && 0 == hdr->piggy_ack.vfrag
+           && 0 == (hdr->flags & ~PML_DR2_HDR_FLAG_ACK_NOW)
+           && pml_dr2_hdr_envelope_fits_tiny(&hdr->match, payload_len);
 }
 
-/* Encode an EAGER header that pml_dr2_hdr_fits_tiny as a TINY followed by a copy of the
- * payload, checksummed while it is copied. Returns the wire length, or 0. A TINY's vfrag
- * id is only its low PML_DR2_HDR_TINY_VFRAG_BITS bits; decode returns it so (type TINY),
- * for the receiver to complete. */
+/* Encode the message with envelope `match` (ctx, src, tag, seq and vfrag are read) as a
+ * TINY followed by a copy of the payload, checksummed while it is copied. Returns the wire
+ * length, or 0 if it does not fit (pml_dr2_hdr_envelope_fits_tiny) or buf_len is too
+ * small. A TINY's vfrag id is only its low PML_DR2_HDR_TINY_VFRAG_BITS bits; decode
+ * returns it so (type TINY), for the receiver to complete. */
+size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *buf,
+                                      size_t buf_len, const void *payload, uint32_t payload_len);
+
+/* The same for an EAGER header that pml_dr2_hdr_fits_tiny; 0 for any other header. */
 size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,
                              const void *payload, uint32_t payload_len);
 

@@ -306,6 +306,25 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
     return OMPI_SUCCESS;
 }
 
+/* The message as a TINY straight from the caller's buffer, if it qualifies
+ * (mca_pml_dr2_txmsg_send_tiny); its sequence number is taken only then. */
+static bool send_tiny(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
+                      mca_pml_dr2_comm_t *dcomm, int dst, int tag, const void *data, size_t len)
+{
+    mca_pml_dr2_comm_proc_t *cp = &dcomm->procs[dst];
+    pml_dr2_match_hdr_t match;
+
+    match.ctx = ompi_comm_get_local_cid(comm);
+    match.src = comm->c_my_rank;
+    match.tag = tag;
+    match.seq = cp->send_seq;
+    if (!mca_pml_dr2_txmsg_send_tiny(peer, &match, data, (uint32_t) len)) {
+        return false;
+    }
+    cp->send_seq++;
+    return true;
+}
+
 /* MPI_Send of a small contiguous message in standard or ready mode, without a request (as
  * ob1's inline send): the message object has its copy before this returns (taken right
  * after the first transmission, see MCA_PML_DR2_OWN_BORROWED) and keeps it until
@@ -337,7 +356,18 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     }
     mca_pml_dr2_enter();
     peer = mca_pml_dr2_comm_peer(comm, dst);
-    if (NULL == peer || peer->failed || NULL == (msg = mca_pml_dr2_txmsg_alloc())) {
+    if (NULL == peer || peer->failed) {
+        mca_pml_dr2_leave();
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    if (len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && send_tiny(peer, comm, dcomm, dst, tag,
+                                                         (const unsigned char *) buf
+                                                             + datatype->super.true_lb,
+                                                         len)) {
+        mca_pml_dr2_leave();
+        return OMPI_SUCCESS;
+    }
+    if (NULL == (msg = mca_pml_dr2_txmsg_alloc())) {
         mca_pml_dr2_leave();
         return OMPI_ERR_NOT_AVAILABLE;
     }

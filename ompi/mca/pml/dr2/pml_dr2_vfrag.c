@@ -587,6 +587,63 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
     return true;
 }
 
+bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *match,
+                                 const void *buf, uint32_t len)
+{
+    unsigned char seg[PML_DR2_HDR_TINY_LEN + PML_DR2_HDR_TINY_MAX_PAYLOAD];
+    uint32_t frag_len = mca_pml_dr2_peer_max_payload(peer);
+    mca_pml_dr2_txmsg_t *msg;
+    mca_pml_dr2_vfrag_t *v;
+    size_t seg_len;
+    int rc;
+
+    /* txmsg_send_single's and is_eager_message's conditions, for this message */
+    if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum || len > frag_len
+        || 0 != peer->tx_pending || peer->failed || !opal_list_is_empty(&peer->tx_blocked)
+        || !window_has_room(peer)) {
+        return false;
+    }
+    match->vfrag = peer->tx_next_id; /* the vfrag's, below */
+    seg_len = pml_dr2_hdr_pack_tiny_envelope(match, seg, sizeof(seg), buf, len);
+    msg = (mca_pml_dr2_txmsg_t *) opal_free_list_get_st(&mca_pml_dr2.txmsgs);
+    v = vfrag_get();
+    if (OPAL_UNLIKELY(0 == seg_len || NULL == msg || NULL == v)) {
+        if (NULL != msg) {
+            txmsg_free(msg);
+        }
+        if (NULL != v) {
+            vfrag_free(v);
+        }
+        return false;
+    }
+    rc = mca_pml_dr2_peer_send_small(peer, seg, seg_len);
+
+    txmsg_construct(msg);
+    msg->peer = peer;
+    msg->ctx = match->ctx;
+    msg->src = match->src;
+    msg->tag = match->tag;
+    msg->seq = match->seq;
+    msg->msg_len = len;
+    msg->frag_len = frag_len;
+    if (len > 0) {
+        memcpy(msg->inline_data, buf, len);
+        msg->contig = msg->inline_data;
+        msg->owned = msg->inline_data;
+        msg->own = MCA_PML_DR2_OWN_INLINE;
+    }
+    msg->msg_id = match->vfrag;
+    msg->has_id = true;
+    msg->next_offset = len;
+    msg->state = MCA_PML_DR2_TX_DRAINING;
+    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, len);
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        mca_pml_dr2.counters.frags_sent++;
+    }
+    vfrag_first_send_done(peer, v, rc);
+    return true;
+}
+
 /* A borrowed payload (MCA_PML_DR2_OWN_BORROWED) becomes the message's own copy. */
 static inline void txmsg_keep_copy(mca_pml_dr2_txmsg_t *msg)
 {

@@ -114,6 +114,16 @@ mca_pml_dr2_txmsg_t *mca_pml_dr2_txmsg_alloc(void);
 /* Queue a message for transmission: creates its vfrags as the window allows and sends. */
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg);
 
+/* MPI_Send of a message that fits a TINY (pml_dr2_hdr.h), to a peer with nothing of ours
+ * waiting to be sent (lock held). The segment is built from the caller's envelope and
+ * buffer and handed to the BTL before anything else; the message object that keeps the
+ * copy until the ACK and its vfrag are filled in while the segment is on its way, and end
+ * up as mca_pml_dr2_txmsg_start leaves a small message. `match` holds the envelope (ctx,
+ * src, tag, seq); this sets its vfrag. False if the message does not qualify or no object
+ * is free: nothing was sent or taken, and the general path takes the message. */
+bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *match,
+                                 const void *buf, uint32_t len);
+
 /* Handle an ACK from the peer: `mask` of vfrag `vfrag` received intact; `matched`: the
  * receiver matched the rendezvous whose RNDV that vfrag was (header validated by the codec). */
 void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t mask, bool matched);
