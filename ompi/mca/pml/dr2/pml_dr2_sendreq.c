@@ -360,7 +360,7 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
         mca_pml_dr2_leave();
         return OMPI_ERR_NOT_AVAILABLE;
     }
-    if (len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && send_tiny(peer, comm, dcomm, dst, tag,
+    if (len <= MCA_PML_DR2_TINY_SEND_MAX && send_tiny(peer, comm, dcomm, dst, tag,
                                                          (const unsigned char *) buf
                                                              + datatype->super.true_lb,
                                                          len)) {

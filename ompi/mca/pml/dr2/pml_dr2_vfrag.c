@@ -533,7 +533,7 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
     size_t len = 0;
     int inline_ack, acks = 0, rc;
 
-    if (msg->msg_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD) {
+    if (msg->msg_len <= MCA_PML_DR2_TINY_SEND_MAX) {
         /* the ACKs we owe the peer wait for another segment, or go alone */
         len = pack_tiny(msg, peer->tx_next_id, seg, sizeof(seg));
     }
@@ -590,7 +590,7 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
 bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *match,
                                  const void *buf, uint32_t len)
 {
-    unsigned char seg[PML_DR2_HDR_TINY_LEN + PML_DR2_HDR_TINY_MAX_PAYLOAD];
+    unsigned char seg[PML_DR2_HDR_TINY_LEN + MCA_PML_DR2_TINY_SEND_MAX];
     uint32_t frag_len = mca_pml_dr2_peer_max_payload(peer);
     mca_pml_dr2_txmsg_t *msg;
     mca_pml_dr2_vfrag_t *v;
