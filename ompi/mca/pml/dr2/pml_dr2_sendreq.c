@@ -328,8 +328,8 @@ static bool send_tiny(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
 /* MPI_Send of a small contiguous message in standard or ready mode, without a request (as
  * ob1's inline send): the message object has its copy before this returns (taken right
  * after the first transmission, see MCA_PML_DR2_OWN_BORROWED) and keeps it until
- * acknowledged; the send is complete on return, as an eager request is at that point.
- * Anything unusual (a failed peer, a revoked communicator, a datatype to pack, no message
+ * acknowledged; the send is complete on return, as an eager request is at that point. One
+ * that fits a TINY goes from these arguments to the wire (send_tiny). Anything unusual (a failed peer, a revoked communicator, a datatype to pack, no message
  * object) is left to the general path, which reports it: OMPI_ERR_NOT_AVAILABLE then. */
 static int send_small_without_request(const void *buf, size_t count, ompi_datatype_t *datatype,
                                       int dst, int tag, mca_pml_base_send_mode_t mode,
@@ -338,6 +338,7 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
     mca_pml_dr2_peer_t *peer;
     mca_pml_dr2_txmsg_t *msg;
+    const unsigned char *data;
     size_t len;
 
 #if OPAL_ENABLE_HETEROGENEOUS_SUPPORT
@@ -360,10 +361,8 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
         mca_pml_dr2_leave();
         return OMPI_ERR_NOT_AVAILABLE;
     }
-    if (len <= MCA_PML_DR2_TINY_SEND_MAX && send_tiny(peer, comm, dcomm, dst, tag,
-                                                         (const unsigned char *) buf
-                                                             + datatype->super.true_lb,
-                                                         len)) {
+    data = (const unsigned char *) buf + datatype->super.true_lb;
+    if (len <= MCA_PML_DR2_TINY_SEND_MAX && send_tiny(peer, comm, dcomm, dst, tag, data, len)) {
         mca_pml_dr2_leave();
         return OMPI_SUCCESS;
     }
@@ -374,7 +373,7 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     txmsg_set_envelope(msg, peer, comm, dcomm, dst, tag, len);
     if (len > 0) {
         /* sent from the user's buffer if it can go at once, copied afterwards */
-        msg->contig = (const unsigned char *) buf + datatype->super.true_lb;
+        msg->contig = data;
         msg->own = MCA_PML_DR2_OWN_BORROWED;
     }
     msg->rndv = false;

@@ -605,9 +605,13 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     }
     match->vfrag = peer->tx_next_id; /* the vfrag's, below */
     seg_len = pml_dr2_hdr_pack_tiny_envelope(match, seg, sizeof(seg), buf, len);
+    if (0 == seg_len) {
+        return false; /* the envelope needs more than TINY's 16-bit fields */
+    }
+    /* both objects before the send: nothing goes out that could not be resent */
     msg = (mca_pml_dr2_txmsg_t *) opal_free_list_get_st(&mca_pml_dr2.txmsgs);
     v = vfrag_get();
-    if (OPAL_UNLIKELY(0 == seg_len || NULL == msg || NULL == v)) {
+    if (OPAL_UNLIKELY(NULL == msg || NULL == v)) {
         if (NULL != msg) {
             txmsg_free(msg);
         }
