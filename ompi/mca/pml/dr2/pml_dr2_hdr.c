@@ -569,11 +569,9 @@ static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
         || buf_len - PML_DR2_HDR_TINY_LEN > max_payload) {
         return PML_DR2_HDR_ERR_TOO_LONG;
     }
-    /* every field an EAGER has is set (no memset: this is the small-message path) */
+    memset(hdr, 0, sizeof(*hdr));
     hdr->type = PML_DR2_HDR_TINY;
     hdr->flags = PML_DR2_HDR_FLAG_ACK_NOW; /* a first transmission, as an EAGER's */
-    hdr->piggy_ack.vfrag = 0;
-    hdr->piggy_ack.mask = 0;
     hdr->hdr_len = PML_DR2_HDR_TINY_LEN;
     hdr->frag_len = (uint32_t) (buf_len - PML_DR2_HDR_TINY_LEN);
     hdr->data_crc = get_u32(p + OFF_HDR_CRC);
