@@ -94,12 +94,12 @@ static int is_data_type(int type)
 
 size_t pml_dr2_hdr_size(int type)
 {
-    const hdr_type_info_t *info = type_lookup(type);
+    const hdr_type_info_t *info;
 
     if (PML_DR2_HDR_TINY == type) {
         return PML_DR2_HDR_TINY_LEN; /* no entry in type_info: no version, flags or length */
     }
-
+    info = type_lookup(type);
     return info != NULL ? info->len : 0;
 }
 

@@ -170,8 +170,9 @@ static inline void mca_pml_dr2_peer_queue_new_ack(mca_pml_dr2_peer_t *peer, uint
  * from a later progress call (mca_pml_dr2_vfrag_ack_deferred), not now. A receive that
  * completes in the same BTL progress call then does not wait for the sender-side
  * bookkeeping of the ACK (releasing the acknowledged message, timers), which happens while
- * the process waits anyway: in a ping-pong that is the next receive. The ACK timers of the peer are checked only after
- * its deferred ACKs are handled, so a deferral never causes a resend. */
+ * the process waits anyway: in a ping-pong that is the next receive. The ACK timers of the
+ * peer are checked only after its deferred ACKs are handled, so a deferral never causes a
+ * resend. */
 static inline void mca_pml_dr2_peer_defer_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag,
                                               uint64_t mask)
 {

@@ -253,9 +253,11 @@ int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req)
         return OMPI_SUCCESS;
     }
     /* off the path of the message that will match: see recv_request_prepare */
-    recv_request_prepare(req, OMPI_ANY_SOURCE != base->req_peer
-                                  ? ompi_comm_peer_lookup(comm, base->req_peer)->super.proc_convertor
-                                  : ompi_mpi_local_convertor);
+    if (OMPI_ANY_SOURCE != base->req_peer) {
+        recv_request_prepare(req, ompi_comm_peer_lookup(comm, base->req_peer)->super.proc_convertor);
+    } else {
+        recv_request_prepare(req, ompi_mpi_local_convertor);
+    }
     OPAL_LIST_FOREACH (msg, &dcomm->unexpected, mca_pml_dr2_rxmsg_t) {
         if (mca_pml_dr2_tag_matches(base->req_peer, base->req_tag, msg->src, msg->tag)) {
             opal_list_remove_item(&dcomm->unexpected, &msg->super.super);

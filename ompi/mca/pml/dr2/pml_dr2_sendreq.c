@@ -329,8 +329,9 @@ static bool send_tiny(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
  * ob1's inline send): the message object has its copy before this returns (taken right
  * after the first transmission, see MCA_PML_DR2_OWN_BORROWED) and keeps it until
  * acknowledged; the send is complete on return, as an eager request is at that point. One
- * that fits a TINY goes from these arguments to the wire (send_tiny). Anything unusual (a failed peer, a revoked communicator, a datatype to pack, no message
- * object) is left to the general path, which reports it: OMPI_ERR_NOT_AVAILABLE then. */
+ * that fits a TINY goes from these arguments to the wire (send_tiny). Anything unusual (a
+ * failed peer, a revoked communicator, a datatype to pack, no message object) is left to
+ * the general path, which reports it: OMPI_ERR_NOT_AVAILABLE then. */
 static int send_small_without_request(const void *buf, size_t count, ompi_datatype_t *datatype,
                                       int dst, int tag, mca_pml_base_send_mode_t mode,
                                       ompi_communicator_t *comm)

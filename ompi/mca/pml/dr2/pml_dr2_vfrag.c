@@ -141,15 +141,16 @@ static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned i
     return left < v->msg->frag_len ? (uint32_t) left : v->msg->frag_len;
 }
 
-/* The matching envelope of message msg, whose first vfrag is `id` (MATCH, RNDV, EAGER). */
-static inline void hdr_set_envelope(pml_dr2_hdr_t *hdr, const mca_pml_dr2_txmsg_t *msg,
-                                    uint32_t id)
+/* The matching envelope of message msg, whose first vfrag is `id` (MATCH, RNDV, EAGER,
+ * TINY); the lengths are the caller's. */
+static inline void txmsg_envelope(const mca_pml_dr2_txmsg_t *msg, uint32_t id,
+                                  pml_dr2_match_hdr_t *match)
 {
-    hdr->match.ctx = msg->ctx;
-    hdr->match.src = msg->src;
-    hdr->match.tag = msg->tag;
-    hdr->match.seq = msg->seq;
-    hdr->match.vfrag = id;
+    match->ctx = msg->ctx;
+    match->src = msg->src;
+    match->tag = msg->tag;
+    match->seq = msg->seq;
+    match->vfrag = id;
 }
 
 /* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
@@ -171,7 +172,7 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     if (0 == ctx->index && PML_DR2_HDR_FRAG != v->kind) {
         hdr.type = v->kind;
         hdr.flags |= msg->match_flags;
-        hdr_set_envelope(&hdr, msg, v->id);
+        txmsg_envelope(msg, v->id, &hdr.match);
         hdr.match.frag_count = v->nfrags;
         hdr.match.msg_len = msg->msg_len;
     } else {
@@ -219,13 +220,13 @@ static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned inde
 }
 
 /* The EAGER header of message `msg` (vfrag `id`) without an ACK inside: every field EAGER
- * has is set (the codec sets the lengths), so no memset. TINY is written from it too. */
+ * has is set (the codec sets the lengths), so no memset. */
 static inline void eager_hdr_start(pml_dr2_hdr_t *hdr, const mca_pml_dr2_txmsg_t *msg,
                                    uint32_t id, uint8_t flags)
 {
     hdr->type = PML_DR2_HDR_EAGER;
     hdr->flags = flags;
-    hdr_set_envelope(hdr, msg, id);
+    txmsg_envelope(msg, id, &hdr->match);
     hdr->piggy_ack.vfrag = 0;
     hdr->piggy_ack.mask = 0;
 }
@@ -258,10 +259,10 @@ static size_t pack_eager(const mca_pml_dr2_txmsg_t *msg, uint32_t id, uint8_t fl
 static size_t pack_tiny(const mca_pml_dr2_txmsg_t *msg, uint32_t id, unsigned char *buf,
                         size_t len)
 {
-    pml_dr2_hdr_t hdr;
+    pml_dr2_match_hdr_t match;
 
-    eager_hdr_start(&hdr, msg, id, PML_DR2_HDR_FLAG_ACK_NOW);
-    return pml_dr2_hdr_pack_tiny(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
+    txmsg_envelope(msg, id, &match);
+    return pml_dr2_hdr_pack_tiny_envelope(&match, buf, len, msg->contig, (uint32_t) msg->msg_len);
 }
 
 static size_t fill_eager(void *vctx, unsigned char *buf, size_t len)
@@ -330,6 +331,14 @@ static bool window_has_room(mca_pml_dr2_peer_t *peer)
     }
     oldest = (mca_pml_dr2_vfrag_t *) opal_list_get_first(&peer->tx_unacked);
     return (uint32_t) (peer->tx_next_id - oldest->id) < mca_pml_dr2.window;
+}
+
+/* A message of one vfrag may go out at once, ahead of peer_push: nothing of the peer waits
+ * to be sent before it, and the window has room for its vfrag. */
+static inline bool peer_takes_single_now(mca_pml_dr2_peer_t *peer)
+{
+    return 0 == peer->tx_pending && !peer->failed && opal_list_is_empty(&peer->tx_blocked)
+           && window_has_room(peer);
 }
 
 /* A vfrag object, not initialised (vfrag_start does that); NULL if out of memory. */
@@ -499,6 +508,33 @@ static void schedule_blocked(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* The message's data (msg_len bytes at `data`) becomes its own copy, in inline_data. */
+static inline void txmsg_copy_inline(mca_pml_dr2_txmsg_t *msg, const void *data)
+{
+    assert(msg->msg_len <= MCA_PML_DR2_INLINE_MAX);
+    memcpy(msg->inline_data, data, msg->msg_len);
+    msg->contig = msg->inline_data;
+    msg->owned = msg->inline_data;
+    msg->own = MCA_PML_DR2_OWN_INLINE;
+}
+
+/* A borrowed payload (MCA_PML_DR2_OWN_BORROWED) becomes the message's own copy. */
+static inline void txmsg_keep_copy(mca_pml_dr2_txmsg_t *msg)
+{
+    if (MCA_PML_DR2_OWN_BORROWED == msg->own) {
+        txmsg_copy_inline(msg, msg->contig);
+    }
+}
+
+/* The message is all in one vfrag, `id`, about to be in flight: only its ACK is awaited. */
+static inline void txmsg_single_vfrag(mca_pml_dr2_txmsg_t *msg, uint32_t id)
+{
+    msg->msg_id = id;
+    msg->has_id = true;
+    msg->next_offset = msg->msg_len;
+    msg->state = MCA_PML_DR2_TX_DRAINING;
+}
+
 /* The message's only fragment was handed to the BTL: in flight, as after peer_push. */
 static void vfrag_sent_whole(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
 {
@@ -569,15 +605,11 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
     mca_pml_dr2_peer_t *peer = msg->peer;
     mca_pml_dr2_vfrag_t *v;
 
-    if (msg->rndv || msg->msg_len > msg->frag_len || 0 != peer->tx_pending || peer->failed
-        || !opal_list_is_empty(&peer->tx_blocked) || !window_has_room(peer)
+    if (msg->rndv || msg->msg_len > msg->frag_len || !peer_takes_single_now(peer)
         || NULL == (v = vfrag_get())) {
         return false;
     }
-    msg->msg_id = peer->tx_next_id; /* the vfrag's, below */
-    msg->has_id = true;
-    msg->next_offset = msg->msg_len;
-    msg->state = MCA_PML_DR2_TX_DRAINING;
+    txmsg_single_vfrag(msg, peer->tx_next_id); /* the vfrag's, below */
     if (OPAL_LIKELY(is_eager_message(msg))) {
         txmsg_send_eager_now(msg, v);
         return true;
@@ -599,8 +631,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
 
     /* txmsg_send_single's and is_eager_message's conditions, for this message */
     if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum || len > frag_len
-        || 0 != peer->tx_pending || peer->failed || !opal_list_is_empty(&peer->tx_blocked)
-        || !window_has_room(peer)) {
+        || !peer_takes_single_now(peer)) {
         return false;
     }
     match->vfrag = peer->tx_next_id; /* the vfrag's, below */
@@ -631,33 +662,15 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     msg->msg_len = len;
     msg->frag_len = frag_len;
     if (len > 0) {
-        memcpy(msg->inline_data, buf, len);
-        msg->contig = msg->inline_data;
-        msg->owned = msg->inline_data;
-        msg->own = MCA_PML_DR2_OWN_INLINE;
+        txmsg_copy_inline(msg, buf);
     }
-    msg->msg_id = match->vfrag;
-    msg->has_id = true;
-    msg->next_offset = len;
-    msg->state = MCA_PML_DR2_TX_DRAINING;
+    txmsg_single_vfrag(msg, match->vfrag);
     vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, len);
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
         mca_pml_dr2.counters.frags_sent++;
     }
     vfrag_first_send_done(peer, v, rc);
     return true;
-}
-
-/* A borrowed payload (MCA_PML_DR2_OWN_BORROWED) becomes the message's own copy. */
-static inline void txmsg_keep_copy(mca_pml_dr2_txmsg_t *msg)
-{
-    if (MCA_PML_DR2_OWN_BORROWED == msg->own) {
-        assert(msg->msg_len <= MCA_PML_DR2_INLINE_MAX);
-        memcpy(msg->inline_data, msg->contig, msg->msg_len);
-        msg->contig = msg->inline_data;
-        msg->owned = msg->inline_data;
-        msg->own = MCA_PML_DR2_OWN_INLINE;
-    }
 }
 
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
