@@ -22,10 +22,10 @@
 # All runs of all parts are interleaved: every round runs each configuration once, the
 # order rotating every round so that machine noise and drift hit all alike. Per size, a
 # run's one-way time is NetPIPE's (the best of its trials of an MPI_Send / MPI_Recv
-# ping-pong: NPmpi without -a posts no receive ahead); the tables give the median over the rounds. Ratios are dr2 over ob1
-# copy-in/out: time ratio for latency, bandwidth ratio for bandwidth. A run that fails
-# after its last size keeps its numbers and is listed under "Anomalies" in dr2.md; other
-# failed runs are listed and left out.
+# ping-pong: NPmpi without -a posts no receive ahead); the tables give the median over the
+# rounds. Ratios are dr2 over ob1 copy-in/out: time ratio for latency, bandwidth ratio for
+# bandwidth. A run that fails after its last size keeps its numbers and is listed under
+# "Anomalies" in dr2.md; other failed runs are listed and left out.
 #
 # Writes, under OUT (default docs/bench; QUICK: BUILD/bench-quick):
 #   dr2-sm.dat dr2-tcp.dat dr2-frag.dat dr2-loss.dat   medians per size

@@ -169,6 +169,9 @@ static void check_tiny(const unsigned char *p, size_t len, uint32_t max_payload,
     eager.type = PML_DR2_HDR_EAGER;
     FUZZ_CHECK(pml_dr2_hdr_pack_tiny(&eager, copy, len, p + 16, h->frag_len) == len);
     FUZZ_CHECK(0 == memcmp(copy, p, len));
+    memset(copy, 0, len); /* the sender's direct path: the same bytes from the envelope */
+    FUZZ_CHECK(pml_dr2_hdr_pack_tiny_envelope(&h->match, copy, len, p + 16, h->frag_len) == len);
+    FUZZ_CHECK(0 == memcmp(copy, p, len));
     copy[bit / 8] ^= (unsigned char) (1u << (bit % 8));
     FUZZ_CHECK(pml_dr2_hdr_decode(copy, len, max_payload, &h2) != PML_DR2_HDR_OK);
     FUZZ_CHECK(pml_dr2_hdr_decode_header(p, cut, max_payload, &h2) != PML_DR2_HDR_OK);
