@@ -213,6 +213,14 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
  * may_overtake above). Returns as mca_pml_dr2_peer_send_segment. */
 int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, unsigned char *buf, size_t len);
 
+/* Its process is not known to have failed: what ompi_comm_is_proc_active says of any rank
+ * that is this peer (ULFM marks the process's ompi_proc_t, the object every group and the
+ * peer share), without the group lookup, on the path of every small send. */
+static inline bool mca_pml_dr2_peer_proc_active(const mca_pml_dr2_peer_t *peer)
+{
+    return ompi_proc_is_active(peer->proc);
+}
+
 /* Descriptors of ours the BTL holds and has not completed yet. */
 static inline uint64_t mca_pml_dr2_peer_inflight(const mca_pml_dr2_peer_t *peer)
 {

@@ -352,13 +352,12 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     }
     len = datatype->super.size * count;
     if (len > MCA_PML_DR2_INLINE_MAX || len > mca_pml_dr2.eager_limit
-        || ompi_comm_is_revoked(comm) || ompi_comm_coll_revoked(comm)
-        || !ompi_comm_is_proc_active(comm, dst, OMPI_COMM_IS_INTER(comm))) {
+        || ompi_comm_is_revoked(comm) || ompi_comm_coll_revoked(comm)) {
         return OMPI_ERR_NOT_AVAILABLE;
     }
     mca_pml_dr2_enter();
     peer = mca_pml_dr2_comm_peer(comm, dst);
-    if (NULL == peer || peer->failed) {
+    if (NULL == peer || peer->failed || !mca_pml_dr2_peer_proc_active(peer)) {
         mca_pml_dr2_leave();
         return OMPI_ERR_NOT_AVAILABLE;
     }
