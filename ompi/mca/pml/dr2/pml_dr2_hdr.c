@@ -591,19 +591,47 @@ static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_OK;
 }
 
-pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
-                                               uint32_t max_payload, pml_dr2_hdr_t *hdr)
+/* ACK and NACK, headers without payload that travel alone (one per small message in a
+ * ping-pong of TINYs), decoded in one pass with decode_common's, decode_body's and
+ * check_fields' checks in their order. The caller has checked the version, the type and
+ * hdr_len. */
+static pml_dr2_hdr_status_t decode_ack(const unsigned char *p, size_t buf_len,
+                                       pml_dr2_hdr_t *hdr)
 {
-    const unsigned char *p = buf;
-    pml_dr2_hdr_status_t status;
-
-    if (buf_len > 0 && PML_DR2_HDR_TINY == p[OFF_TYPE]) {
-        return decode_tiny(p, buf_len, max_payload, hdr);
+    if (buf_len < PML_DR2_HDR_ACK_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
     }
+    if (get_u32(p + OFF_HDR_CRC) != header_crc(p, PML_DR2_HDR_ACK_LEN)) {
+        return PML_DR2_HDR_ERR_HDR_CRC;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = p[OFF_TYPE];
+    hdr->flags = p[OFF_FLAGS];
+    hdr->hdr_len = PML_DR2_HDR_ACK_LEN;
+    hdr->ack.vfrag = get_u32(p + ACK_OFF_VFRAG);
+    hdr->ack.mask = get_u64(p + ACK_OFF_MASK);
+    if ((hdr->flags & ~type_info[hdr->type].flags) != 0) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    return 0 == hdr->ack.mask ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
+}
+
+/* Every type but TINY. Out of line, so that a TINY, the common small message, is decoded
+ * in a frame that saves none of the registers these decoders need. */
+static __attribute__((noinline)) pml_dr2_hdr_status_t
+decode_with_common_header(const unsigned char *p, size_t buf_len, uint32_t max_payload,
+                          pml_dr2_hdr_t *hdr)
+{
+    pml_dr2_hdr_status_t status;
 
     if (buf_len >= PML_DR2_HDR_COMMON_LEN && PML_DR2_HDR_EAGER == p[OFF_TYPE]
         && PML_DR2_HDR_VERSION == p[OFF_VERSION]) {
         return decode_eager(p, buf_len, max_payload, hdr);
+    }
+    if (buf_len >= PML_DR2_HDR_COMMON_LEN
+        && (PML_DR2_HDR_ACK == p[OFF_TYPE] || PML_DR2_HDR_NACK == p[OFF_TYPE])
+        && PML_DR2_HDR_VERSION == p[OFF_VERSION] && PML_DR2_HDR_ACK_LEN == p[OFF_HDR_LEN]) {
+        return decode_ack(p, buf_len, hdr);
     }
     if ((status = decode_common(p, buf_len, hdr)) != PML_DR2_HDR_OK
         || (status = decode_body(p, hdr)) != PML_DR2_HDR_OK
@@ -615,6 +643,17 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
         return PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED;
     }
     return PML_DR2_HDR_OK;
+}
+
+pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
+                                               uint32_t max_payload, pml_dr2_hdr_t *hdr)
+{
+    const unsigned char *p = buf;
+
+    if (buf_len > 0 && PML_DR2_HDR_TINY == p[OFF_TYPE]) {
+        return decode_tiny(p, buf_len, max_payload, hdr);
+    }
+    return decode_with_common_header(p, buf_len, max_payload, hdr);
 }
 
 pml_dr2_hdr_status_t pml_dr2_hdr_decode(const void *buf, size_t buf_len, uint32_t max_payload,
