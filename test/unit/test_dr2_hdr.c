@@ -995,6 +995,44 @@ static void tiny_damage_and_lengths(void)
     free(w.buf);
 }
 
+/* The one-pass ACK/NACK packer writes what encode writes, decodes back, and refuses what
+ * encode refuses. */
+static void pack_ack_as_encode(void)
+{
+    static const uint8_t types[] = {PML_DR2_HDR_ACK, PML_DR2_HDR_NACK};
+    unsigned char packed[32], encoded[32];
+    pml_dr2_ack_hdr_t ack = {.vfrag = 0xFFFFFFFEu, .mask = UINT64_C(0x8000000000000005)};
+    pml_dr2_ack_hdr_t empty = {.vfrag = 7, .mask = 0};
+    pml_dr2_hdr_t h, back;
+
+    for (int i = 0; i < 2; i++) {
+        uint8_t flags = PML_DR2_HDR_ACK == types[i] ? PML_DR2_HDR_FLAG_MATCHED : 0;
+
+        memset(&h, 0, sizeof(h));
+        h.type = types[i];
+        h.flags = flags;
+        h.ack = ack;
+        CHECK(pml_dr2_hdr_encode(&h, encoded, sizeof(encoded)) == PML_DR2_HDR_ACK_LEN);
+        CHECK(pml_dr2_hdr_pack_ack(types[i], flags, &ack, packed, sizeof(packed))
+              == PML_DR2_HDR_ACK_LEN);
+        CHECK(memcmp(packed, encoded, PML_DR2_HDR_ACK_LEN) == 0);
+        CHECK(pml_dr2_hdr_decode(packed, PML_DR2_HDR_ACK_LEN, 0, &back) == PML_DR2_HDR_OK);
+        CHECK(back.type == types[i] && back.flags == flags && back.ack.vfrag == ack.vfrag
+              && back.ack.mask == ack.mask);
+        CHECK(pml_dr2_hdr_pack_ack(types[i], flags, &empty, packed, sizeof(packed)) == 0);
+        CHECK(pml_dr2_hdr_pack_ack(types[i], flags, &ack, packed, PML_DR2_HDR_ACK_LEN - 1) == 0);
+        CHECK(pml_dr2_hdr_pack_ack(types[i], PML_DR2_HDR_FLAG_RETRANSMIT, &ack, packed,
+                                   sizeof(packed))
+              == 0);
+    }
+    /* MATCHED belongs to ACK only; other types are not packed here */
+    CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_NACK, PML_DR2_HDR_FLAG_MATCHED, &ack, packed,
+                               sizeof(packed))
+          == 0);
+    CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_MATCH, 0, &ack, packed, sizeof(packed)) == 0);
+    CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_TINY, 0, &ack, packed, sizeof(packed)) == 0);
+}
+
 int main(void)
 {
     RUN(sizes_per_type);
@@ -1016,5 +1054,6 @@ int main(void)
     RUN(tiny_round_trip);
     RUN(tiny_refuses_what_does_not_fit);
     RUN(tiny_damage_and_lengths);
+    RUN(pack_ack_as_encode);
     UNIT_EXIT();
 }

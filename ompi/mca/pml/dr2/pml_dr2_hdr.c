@@ -386,11 +386,41 @@ size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len
     return pml_dr2_hdr_pack_tiny_envelope(&hdr->match, buf, buf_len, payload, payload_len);
 }
 
+size_t pml_dr2_hdr_pack_ack(uint8_t type, uint8_t flags, const pml_dr2_ack_hdr_t *ack, void *buf,
+                            size_t buf_len)
+{
+    unsigned char *p = buf;
+
+    if ((PML_DR2_HDR_ACK != type && PML_DR2_HDR_NACK != type)
+        || (flags & ~type_info[type].flags) != 0 || 0 == ack->mask
+        || buf_len < PML_DR2_HDR_ACK_LEN) {
+        return 0;
+    }
+    p[OFF_TYPE] = type;
+    p[OFF_FLAGS] = flags;
+    p[OFF_VERSION] = PML_DR2_HDR_VERSION;
+    p[OFF_HDR_LEN] = PML_DR2_HDR_ACK_LEN;
+    put_u32(p + OFF_HDR_CRC, 0);
+    put_u32(p + ACK_OFF_VFRAG, ack->vfrag);
+    put_u64(p + ACK_OFF_MASK, ack->mask);
+    put_u32(p + OFF_HDR_CRC, header_crc(p, PML_DR2_HDR_ACK_LEN));
+    return PML_DR2_HDR_ACK_LEN;
+}
+
 size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
 {
     unsigned char *p = buf;
     size_t len = pml_dr2_hdr_size(hdr->type);
 
+    if (PML_DR2_HDR_ACK == hdr->type || PML_DR2_HDR_NACK == hdr->type) {
+        len = pml_dr2_hdr_pack_ack(hdr->type, hdr->flags, &hdr->ack, buf, buf_len);
+        if (0 != len) {
+            hdr->hdr_len = (uint8_t) len;
+            hdr->frag_len = 0;
+            hdr->data_crc = 0;
+        }
+        return len;
+    }
     if (len == 0 || buf_len < len) {
         return 0;
     }

@@ -304,6 +304,13 @@ size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *bu
 size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,
                              const void *payload, uint32_t payload_len);
 
+/* An ACK or NACK header (`type`) with `flags` and `ack` into buf, in one pass: the header
+ * that travels alone most often (one per small message in a ping-pong of TINYs). Returns
+ * PML_DR2_HDR_ACK_LEN, or 0 for another type, a flag the type does not define, an empty
+ * mask or a buf_len too small. pml_dr2_hdr_encode of such a header writes the same bytes. */
+size_t pml_dr2_hdr_pack_ack(uint8_t type, uint8_t flags, const pml_dr2_ack_hdr_t *ack, void *buf,
+                            size_t buf_len);
+
 /* A short name for a status ("ok", "hdr-crc", ...), for counters and logs. */
 const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status);
 

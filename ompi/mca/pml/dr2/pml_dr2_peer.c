@@ -489,14 +489,10 @@ size_t mca_pml_dr2_peer_encode_acks(mca_pml_dr2_peer_t *peer, int first, int n,
     size_t off = 0;
 
     for (int i = first; i < first + n; i++) {
-        mca_pml_dr2_pending_ack_t *a = &peer->acks[i];
-        pml_dr2_hdr_t hdr;
-        memset(&hdr, 0, sizeof(hdr));
-        hdr.type = a->type;
-        hdr.flags = a->flags;
-        hdr.ack.vfrag = a->vfrag;
-        hdr.ack.mask = a->mask;
-        off += pml_dr2_hdr_encode(&hdr, buf + off, len - off);
+        const mca_pml_dr2_pending_ack_t *a = &peer->acks[i];
+        pml_dr2_ack_hdr_t ack = {.vfrag = a->vfrag, .mask = a->mask};
+
+        off += pml_dr2_hdr_pack_ack(a->type, a->flags, &ack, buf + off, len - off);
     }
     return off;
 }
