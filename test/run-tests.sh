@@ -243,14 +243,17 @@ ft_run() {
 ft() { ft_run ftr_kmeans "$@"; }
 ft_timeout_s=${OMPIRES_FT_TIMEOUT:-60}
 
-# Both keepers of some results die together: a clear message and the end of the job.
+# Both keepers of some results die together: a clear message and the end of the job. The
+# four survivors leave only once they saw both replacements gone (ftrabit_rebuild.c:
+# prterun can hang when the original job ends while the replacements' job is being ended).
 lost_results_end_the_job() {
     local log=$logs/ft-lost-results.log rc timed_out
     run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
-        --mca coll_ftrabit_result_replicas 2 -np 6 "$build/examples/ftr_kmeans" \
-        --kill 2:8 --kill 3:8
+        --mca coll_ftrabit_result_replicas 2 --mca coll_ftrabit_verbose 1 \
+        -np 6 "$build/examples/ftr_kmeans" --kill 2:8 --kill 3:8
     [ $timed_out = 0 ] && [ $rc -ne 0 ] \
-        && grep -q "recovery is not possible: results needed by a recovering rank" "$log"
+        && grep -q "recovery is not possible: results needed by a recovering rank" "$log" \
+        && [ "$(grep -o "2 of 2 replacement(s) seen gone" "$log" | wc -l)" = 4 ]
 }
 
 # A replacement that never joins: the survivors' watchdog must end the job with a message.

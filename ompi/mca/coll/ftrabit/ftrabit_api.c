@@ -25,6 +25,7 @@
 
 char *ftrabit_program;
 char **ftrabit_program_argv;
+int ftrabit_spawned;
 
 void ftrabit_log(int level, const char *fmt, ...)
 {

@@ -74,6 +74,8 @@ typedef struct ftrabit_state {
 /* Process-wide: the program and arguments a replacement is started with. */
 extern char *ftrabit_program;
 extern char **ftrabit_program_argv;
+/* Process-wide: this process was started by a recovery (it joined as a replacement). */
+extern int ftrabit_spawned;
 
 ftrabit_state_t *ftrabit_state_of(MPI_Comm comm);
 ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size);

@@ -311,6 +311,87 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
 #define FTRABIT_CATCHUP_DONE 1
 #define FTRABIT_CATCHUP_RETRYABLE 2
 
+#define FTRABIT_TAG_LEAVE 7702 /* never sent: a receive on it ends with its sender's failure */
+/* How long the original job's processes wait for the replacements to be gone when recovery
+ * is impossible; past it they leave anyway. */
+#define FTRABIT_LEAVE_WAIT_SECONDS 10.0
+
+/* Receives, one from each rank of st->comm that recoveries started (not in this process's
+ * MPI_COMM_WORLD, the original job). Returns how many were posted. */
+static int ftrabit_post_leave_receives(const ftrabit_state_t *st, MPI_Request *reqs)
+{
+    static char never_written; /* nothing is sent on FTRABIT_TAG_LEAVE */
+    MPI_Group group, world_group;
+    int size, n = 0;
+
+    MPI_Comm_size(st->comm, &size);
+    if (MPI_SUCCESS != MPI_Comm_group(st->comm, &group)) {
+        return 0;
+    }
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    for (int r = 0; r < size; r++) {
+        int in_world;
+        MPI_Group_translate_ranks(group, 1, &r, world_group, &in_world);
+        if (MPI_UNDEFINED == in_world
+            && MPI_SUCCESS == MPI_Irecv(&never_written, 1, MPI_BYTE, r, FTRABIT_TAG_LEAVE,
+                                        st->comm, &reqs[n])) {
+            n++;
+        }
+    }
+    MPI_Group_free(&world_group);
+    MPI_Group_free(&group);
+    return n;
+}
+
+/* Recovery is impossible: every rank returns the error to its application, which will most
+ * likely end its process. The processes that recoveries started leave at once, and those of
+ * the original job wait (at most FTRABIT_LEAVE_WAIT_SECONDS) until each of them is known to
+ * have failed, so that no spawned job is still being torn down when the job that spawned it
+ * ends: prterun of Open MPI 5.0.x (PRRTE 3.0) can deadlock then, blocked for ever in its
+ * cleanup_job (seen about once in 100 runs of ft/lost-results-end-the-job, where one
+ * replacement's exit made prterun terminate the replacements' job while the survivors
+ * exited). */
+static void ftrabit_leave_after_replacements(const ftrabit_state_t *st)
+{
+    double deadline = MPI_Wtime() + FTRABIT_LEAVE_WAIT_SECONDS;
+    MPI_Request *reqs;
+    int size, n, pending;
+
+    MPI_Comm_size(st->comm, &size);
+    if (ftrabit_spawned || NULL == (reqs = malloc(sizeof(*reqs) * (size_t) size))) {
+        return;
+    }
+    n = ftrabit_post_leave_receives(st, reqs);
+    for (pending = n; pending > 0 && MPI_Wtime() < deadline;) {
+        struct timespec pause = {0, 1000000};
+
+        for (int i = 0; i < n; i++) {
+            int complete = 0;
+            /* complete, in error, once its sender is known to have failed (MPI_Test leaves
+             * a request that ended in error allocated) */
+            if (MPI_REQUEST_NULL != reqs[i]
+                && (MPI_SUCCESS != MPI_Test(&reqs[i], &complete, MPI_STATUS_IGNORE)
+                    || complete)) {
+                if (MPI_REQUEST_NULL != reqs[i]) {
+                    MPI_Request_free(&reqs[i]);
+                }
+                pending--;
+            }
+        }
+        if (pending > 0) {
+            nanosleep(&pause, NULL);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (MPI_REQUEST_NULL != reqs[i]) {
+            MPI_Cancel(&reqs[i]);
+            MPI_Request_free(&reqs[i]);
+        }
+    }
+    ftrabit_log(1, "%d of %d replacement(s) seen gone before leaving", n - pending, n);
+    free(reqs);
+}
+
 static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
 {
     int err = ftrabit_catch_up(st);
@@ -336,6 +417,7 @@ static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
     if (flag & FTRABIT_CATCHUP_RETRYABLE) {
         return MPI_ERR_PROC_FAILED;
     }
+    ftrabit_leave_after_replacements(st);
     return MPI_SUCCESS == err || ftrabit_is_process_failure(err) ? MPI_ERR_OTHER : err;
 }
 
@@ -452,7 +534,10 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
      * them can then block for ever inside MPI: the same timeout ends this process. */
     pthread_t watchdog;
     int watched = ftrabit_watchdog_arm(-1, &watchdog);
-    int err = ftrabit_join(parent, world, &st);
+    int err;
+
+    ftrabit_spawned = 1;
+    err = ftrabit_join(parent, world, &st);
 
     if (MPI_SUCCESS == err) {
         err = ftrabit_catch_up_agreed(st);
