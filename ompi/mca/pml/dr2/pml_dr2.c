@@ -376,9 +376,10 @@ int mca_pml_dr2_progress(void)
                 /* one full progress call after they arrived: see mca_pml_dr2_peer_defer_ack */
                 mca_pml_dr2_vfrag_ack_deferred(peer);
             }
-            /* An ACK waits for up to two progress calls for a data segment to the
-             * peer to ride on (a reply, in a ping-pong): then it goes alone. */
-            if (peer->nacks > 0 && mca_pml_dr2.progress_pass - peer->acks_since >= 2) {
+            /* An ACK waits a few progress calls for a data segment to the peer to ride
+             * on (a reply, in a ping-pong): then it goes alone. */
+            if (peer->nacks > 0
+                && mca_pml_dr2.progress_pass - peer->acks_since >= mca_pml_dr2_peer_ack_wait(peer)) {
                 mca_pml_dr2_peer_flush_acks(peer);
             }
             mca_pml_dr2_peer_push(peer);

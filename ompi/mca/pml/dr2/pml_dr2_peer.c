@@ -47,6 +47,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     opal_hash_table_init(&peer->rx_msgs, 256);
     peer->nacks = 0;
     peer->acks_since = 0;
+    peer->acks_lazy = false;
     peer->nacks_in = 0;
     peer->acks_in_since = 0;
     peer->to_arm = 0;
@@ -468,6 +469,7 @@ void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t
         if (a->vfrag == vfrag && a->type == type) {
             a->mask |= mask;
             a->flags |= flags;
+            peer->acks_lazy = false;
             return;
         }
     }
@@ -480,7 +482,7 @@ void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t
             peer->nacks--;
         }
     }
-    mca_pml_dr2_peer_append_ack(peer, type, vfrag, mask, flags);
+    mca_pml_dr2_peer_append_ack(peer, type, vfrag, mask, flags, false);
 }
 
 size_t mca_pml_dr2_peer_encode_acks(mca_pml_dr2_peer_t *peer, int first, int n,

@@ -68,6 +68,7 @@ typedef struct mca_pml_dr2_peer_t {
     mca_pml_dr2_pending_ack_t acks[MCA_PML_DR2_MAX_PENDING_ACKS];
     int nacks;
     uint64_t acks_since; /* progress pass in which the oldest pending ACK was queued */
+    bool acks_lazy;      /* every pending ACK was queued lazily: they may wait longer */
 
     /* ACKs from the peer (inside its EAGER headers or alone), not handled yet: releasing
      * what they acknowledge waits for a later progress call (mca_pml_dr2_peer_defer_ack) */
@@ -140,12 +141,16 @@ static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
 /* Append an ACK/NACK to the peer's queue, which has room (mca_pml_dr2_peer_queue_ack
  * merges, and makes room, first). */
 static inline void mca_pml_dr2_peer_append_ack(mca_pml_dr2_peer_t *peer, uint8_t type,
-                                               uint32_t vfrag, uint64_t mask, uint8_t flags)
+                                               uint32_t vfrag, uint64_t mask, uint8_t flags,
+                                               bool lazy)
 {
     mca_pml_dr2_pending_ack_t *a = &peer->acks[peer->nacks];
 
     if (0 == peer->nacks) {
         peer->acks_since = mca_pml_dr2.progress_pass;
+        peer->acks_lazy = lazy;
+    } else {
+        peer->acks_lazy = peer->acks_lazy && lazy;
     }
     a->vfrag = vfrag;
     a->mask = mask;
@@ -155,15 +160,22 @@ static inline void mca_pml_dr2_peer_append_ack(mca_pml_dr2_peer_t *peer, uint8_t
     mca_pml_dr2_peer_set_work(peer);
 }
 
-/* Queue the ACK of a vfrag just received whole for the first time (fragment 0 of one):
- * nothing queued can be for the same vfrag, so no merge to look for. */
-static inline void mca_pml_dr2_peer_queue_new_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag)
+/* Queue the ACK of a small message's vfrag just received whole for the first time, whose
+ * sender waits for nothing (it completed at buffering): nothing queued can be for the same
+ * vfrag, so no merge to look for, and it may wait MCA_PML_DR2_LAZY_ACK_WAIT_PASSES. */
+static inline void mca_pml_dr2_peer_queue_lazy_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag)
 {
     if (OPAL_UNLIKELY(peer->nacks == MCA_PML_DR2_MAX_PENDING_ACKS || peer->failed)) {
         mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0);
         return;
     }
-    mca_pml_dr2_peer_append_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0);
+    mca_pml_dr2_peer_append_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0, true);
+}
+
+/* Progress calls the peer's pending ACKs may still wait for a segment to ride on. */
+static inline uint64_t mca_pml_dr2_peer_ack_wait(const mca_pml_dr2_peer_t *peer)
+{
+    return peer->acks_lazy ? MCA_PML_DR2_LAZY_ACK_WAIT_PASSES : MCA_PML_DR2_ACK_WAIT_PASSES;
 }
 
 /* An ACK (without the MATCHED flag) that arrived inside an EAGER header or alone: handled

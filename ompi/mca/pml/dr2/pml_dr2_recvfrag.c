@@ -491,7 +491,7 @@ static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr
     mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
     mca_pml_dr2_recv_request_place_small(req, payload, hdr->frag_len);
     /* a vfrag never seen before: no ACK of it can be queued to merge with */
-    mca_pml_dr2_peer_queue_new_ack(peer, id);
+    mca_pml_dr2_peer_queue_lazy_ack(peer, id);
     complete_received(req, hdr->match.msg_len);
     return true;
 }
