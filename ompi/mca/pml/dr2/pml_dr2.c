@@ -379,7 +379,8 @@ int mca_pml_dr2_progress(void)
             /* An ACK waits a few progress calls for a data segment to the peer to ride
              * on (a reply, in a ping-pong): then it goes alone. */
             if (peer->nacks > 0
-                && mca_pml_dr2.progress_pass - peer->acks_since >= mca_pml_dr2_peer_ack_wait(peer)) {
+                && mca_pml_dr2.progress_pass - peer->acks_since
+                       >= mca_pml_dr2_peer_ack_wait(peer)) {
                 mca_pml_dr2_peer_flush_acks(peer);
             }
             mca_pml_dr2_peer_push(peer);
