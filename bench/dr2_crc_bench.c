@@ -34,6 +34,8 @@ static const bench_column_t columns[] = {
     {"hw1+copy", OP_COPY, PML_DR2_CRC32C_SSE42_1WAY},
     {"hw-3way", OP_CRC, PML_DR2_CRC32C_SSE42},
     {"hw3+copy", OP_COPY, PML_DR2_CRC32C_SSE42},
+    {"vpclmul", OP_CRC, PML_DR2_CRC32C_VPCLMUL},
+    {"vpcl+copy", OP_COPY, PML_DR2_CRC32C_VPCLMUL},
 };
 #define NUM_COLUMNS (sizeof(columns) / sizeof(columns[0]))
 

@@ -21,6 +21,7 @@
 #if defined(__x86_64__)
 #define PML_DR2_CRC_HAVE_SSE42 1
 #include <cpuid.h>
+#include <immintrin.h>
 #include <nmmintrin.h>
 #endif /* PML_DR2_CRC_HAVE_SSE42 */
 
@@ -359,6 +360,175 @@ static int cpu_has_sse42(void)
     return (ecx & bit_SSE4_2) != 0;
 }
 
+/* ---- AVX-512 VPCLMULQDQ: folding by carry-less multiplication -------------------------
+ * The crc32 instruction retires 8 bytes a cycle at best; on machines that copy from cache
+ * at 50 GB/s and more that makes the checksum, not the copy, the limit. Folding instead
+ * multiplies the running remainder, 128 bits per lane, by x^D mod P (D the distance it
+ * moves) and adds the data D bits further on: four 512-bit accumulators take 256 bytes a
+ * step, four 128-bit lanes each. At the end the accumulators are folded into one 128-bit
+ * value, whose CRC (crc32 instruction, from 0) is the running CRC; the rest of the buffer
+ * goes on as SSE42. Bit-reflected throughout, as the crc32 instruction: a lane's low 64
+ * bits come first in the message, so they move D + 64 bits and the high ones D. */
+
+#define VPCLMUL_FN __attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq")))
+#define VPCLMUL_BLOCK 256 /* bytes per step: four 64-byte accumulators */
+
+/* x^n mod P, bit-reflected (bit 31 is x^0) */
+static uint32_t xpow_mod_p(unsigned n)
+{
+    uint32_t r = 0x80000000u;
+
+    while (n-- > 0) {
+        r = (r & 1) ? (r >> 1) ^ CRC32C_POLY : r >> 1;
+    }
+    return r;
+}
+
+/* The multipliers that move a 128-bit lane by `bits`: low half x^(bits+31), high half
+ * x^(bits-33) (the 32 and the reflection's one-bit offset of the 64-bit product). */
+typedef struct {
+    uint64_t lo, hi;
+} fold_key_t;
+
+static fold_key_t fold_key(unsigned bits)
+{
+    fold_key_t k = {xpow_mod_p(bits + 31), xpow_mod_p(bits - 64 + 31)};
+    return k;
+}
+
+static fold_key_t key_2048, key_1536, key_1024, key_512, key_384, key_256, key_128;
+
+static void fold_keys_init(void)
+{
+    key_2048 = fold_key(2048);
+    key_1536 = fold_key(1536);
+    key_1024 = fold_key(1024);
+    key_512 = fold_key(512);
+    key_384 = fold_key(384);
+    key_256 = fold_key(256);
+    key_128 = fold_key(128);
+}
+
+static inline VPCLMUL_FN __m512i zkey(fold_key_t k)
+{
+    return _mm512_set_epi64((long long) k.hi, (long long) k.lo, (long long) k.hi,
+                            (long long) k.lo, (long long) k.hi, (long long) k.lo,
+                            (long long) k.hi, (long long) k.lo);
+}
+
+static inline VPCLMUL_FN __m512i zfold(__m512i x, __m512i k)
+{
+    return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00),
+                            _mm512_clmulepi64_epi128(x, k, 0x11));
+}
+
+static inline VPCLMUL_FN __m128i xfold(__m128i x, fold_key_t key)
+{
+    __m128i k = _mm_set_epi64x((long long) key.hi, (long long) key.lo);
+
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+/* The CRC of src[0 .. *done-1] continued from crc, *done the largest multiple of
+ * VPCLMUL_BLOCK in len (len >= 2 * VPCLMUL_BLOCK), copying to dst when `copy`. */
+static VPCLMUL_FN uint32_t vpclmul_fold(uint32_t crc, unsigned char *dst,
+                                        const unsigned char *src, size_t len, size_t *done,
+                                        int copy)
+{
+    __m512i k = zkey(key_2048);
+    __m512i x0 = _mm512_loadu_si512(src), x1 = _mm512_loadu_si512(src + 64);
+    __m512i x2 = _mm512_loadu_si512(src + 128), x3 = _mm512_loadu_si512(src + 192);
+    __m128i l0, l1, l2, l3, x;
+    size_t at;
+
+    if (copy) {
+        _mm512_storeu_si512(dst, x0);
+        _mm512_storeu_si512(dst + 64, x1);
+        _mm512_storeu_si512(dst + 128, x2);
+        _mm512_storeu_si512(dst + 192, x3);
+    }
+    x0 = _mm512_xor_si512(x0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int) crc)));
+    for (at = VPCLMUL_BLOCK; len - at >= VPCLMUL_BLOCK; at += VPCLMUL_BLOCK) {
+        const unsigned char *s = src + at;
+        __m512i d0 = _mm512_loadu_si512(s), d1 = _mm512_loadu_si512(s + 64);
+        __m512i d2 = _mm512_loadu_si512(s + 128), d3 = _mm512_loadu_si512(s + 192);
+
+        if (copy) {
+            _mm512_storeu_si512(dst + at, d0);
+            _mm512_storeu_si512(dst + at + 64, d1);
+            _mm512_storeu_si512(dst + at + 128, d2);
+            _mm512_storeu_si512(dst + at + 192, d3);
+        }
+        x0 = _mm512_xor_si512(zfold(x0, k), d0);
+        x1 = _mm512_xor_si512(zfold(x1, k), d1);
+        x2 = _mm512_xor_si512(zfold(x2, k), d2);
+        x3 = _mm512_xor_si512(zfold(x3, k), d3);
+    }
+    /* four accumulators into one, then its four lanes into one */
+    x0 = _mm512_xor_si512(_mm512_xor_si512(zfold(x0, zkey(key_1536)), zfold(x1, zkey(key_1024))),
+                          _mm512_xor_si512(zfold(x2, zkey(key_512)), x3));
+    l0 = _mm512_extracti32x4_epi32(x0, 0);
+    l1 = _mm512_extracti32x4_epi32(x0, 1);
+    l2 = _mm512_extracti32x4_epi32(x0, 2);
+    l3 = _mm512_extracti32x4_epi32(x0, 3);
+    x = _mm_xor_si128(_mm_xor_si128(xfold(l0, key_384), xfold(l1, key_256)),
+                      _mm_xor_si128(xfold(l2, key_128), l3));
+    *done = at;
+    return (uint32_t) _mm_crc32_u64(_mm_crc32_u64(0, (uint64_t) _mm_cvtsi128_si64(x)),
+                                    (uint64_t) _mm_extract_epi64(x, 1));
+}
+
+static VPCLMUL_FN uint32_t vpclmul_interleaved(uint32_t crc, unsigned char *dst,
+                                               const unsigned char *src, size_t len, int copy)
+{
+    size_t done = 0;
+
+    if (len >= 2 * VPCLMUL_BLOCK) {
+        crc = vpclmul_fold(crc, dst, src, len, &done, copy);
+    }
+    return sse42_interleaved(crc, copy ? dst + done : NULL, src + done, len - done, copy);
+}
+
+static VPCLMUL_FN uint32_t vpclmul_update(uint32_t crc, const unsigned char *buf, size_t len)
+{
+    return vpclmul_interleaved(crc, NULL, buf, len, 0);
+}
+
+static VPCLMUL_FN uint32_t vpclmul_copy(uint32_t crc, unsigned char *dst,
+                                        const unsigned char *src, size_t len)
+{
+    return vpclmul_interleaved(crc, dst, src, len, 1);
+}
+
+static VPCLMUL_FN uint32_t vpclmul_header_payload(const unsigned char *hdr, size_t hdr_len,
+                                                  unsigned char *dst, const unsigned char *src,
+                                                  size_t len)
+{
+    uint32_t crc = 44 == hdr_len   ? sse42_header_inline(hdr, 44)
+                   : 16 == hdr_len ? sse42_header_inline(hdr, 16)
+                                   : sse42_header_inline(hdr, hdr_len);
+
+    if (NULL != dst) {
+        return vpclmul_interleaved(crc, dst, src, len, 1);
+    }
+    return vpclmul_interleaved(crc, NULL, src, len, 0);
+}
+
+/* AVX-512F and VPCLMULQDQ, and the operating system saving the 512-bit state. */
+static int cpu_has_vpclmul(void)
+{
+    unsigned int eax, ebx, ecx, edx, xcr0_lo, xcr0_hi;
+
+    if (!cpu_has_sse42() || !__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE)
+        || !(ecx & bit_PCLMUL) || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)
+        || !(ebx & bit_AVX512F) || !(ecx & bit_VPCLMULQDQ)) {
+        return 0;
+    }
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    (void) xcr0_hi;
+    return (xcr0_lo & 0xE6) == 0xE6; /* SSE, AVX, opmask, ZMM0-15 upper, ZMM16-31 */
+}
+
 #endif /* PML_DR2_CRC_HAVE_SSE42 */
 
 /* ---- tables ------------------------------------------------------------------------- */
@@ -468,6 +638,9 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
     switch (impl) {
     case PML_DR2_CRC32C_AUTO:
 #ifdef PML_DR2_CRC_HAVE_SSE42
+        if (cpu_has_vpclmul()) {
+            return pml_dr2_crc32c_select(PML_DR2_CRC32C_VPCLMUL);
+        }
         if (cpu_has_sse42()) {
             return pml_dr2_crc32c_select(PML_DR2_CRC32C_SSE42);
         }
@@ -498,6 +671,15 @@ int pml_dr2_crc32c_select(pml_dr2_crc32c_impl_t impl)
         crc32c_ops.header = sse42_header;
         crc32c_ops.header_payload = sse42_header_payload;
         break;
+    case PML_DR2_CRC32C_VPCLMUL:
+        if (!cpu_has_vpclmul()) {
+            return -1;
+        }
+        crc32c_ops.update = vpclmul_update;
+        crc32c_ops.copy = vpclmul_copy;
+        crc32c_ops.header = sse42_header;
+        crc32c_ops.header_payload = vpclmul_header_payload;
+        break;
 #endif /* PML_DR2_CRC_HAVE_SSE42 */
     default:
         return -1;
@@ -522,6 +704,8 @@ const char *pml_dr2_crc32c_impl_name(pml_dr2_crc32c_impl_t impl)
         return "sse42-1way";
     case PML_DR2_CRC32C_SSE42:
         return "sse42";
+    case PML_DR2_CRC32C_VPCLMUL:
+        return "vpclmul";
     }
     return "unknown";
 }
@@ -536,6 +720,7 @@ static void __attribute__((constructor)) crc32c_load(void)
     shift_table_init(&shift_long, CRC32C_LONG_BLOCK);
     shift_table_init(&shift_short, CRC32C_SHORT_BLOCK);
     shift_table_init(&shift_tiny, CRC32C_TINY_BLOCK);
+    fold_keys_init();
 #endif /* PML_DR2_CRC_HAVE_SSE42 */
     (void) pml_dr2_crc32c_select(PML_DR2_CRC32C_AUTO);
 }

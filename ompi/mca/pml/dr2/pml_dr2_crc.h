@@ -35,6 +35,9 @@ typedef enum {
     PML_DR2_CRC32C_PORTABLE = 1,  /* slicing-by-8 tables */
     PML_DR2_CRC32C_SSE42_1WAY = 2, /* crc32 instruction, one stream (benchmarks, tests) */
     PML_DR2_CRC32C_SSE42 = 3,     /* crc32 instruction, three interleaved streams */
+    PML_DR2_CRC32C_VPCLMUL = 4,   /* long buffers folded by carry-less multiplication on
+                                   * 512-bit registers (AVX-512 VPCLMULQDQ), the rest as
+                                   * SSE42 */
 } pml_dr2_crc32c_impl_t;
 
 /* Continue `crc` over `len` bytes at `buf` (buf may be NULL when len is 0). */
