@@ -324,6 +324,10 @@ for np in 2 3 4; do mpi dr2/p2p "$np" pass test/mpi/dr2_p2p "${DR2[@]}"; done
 mpi dr2/p2p-tcp 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 mpi dr2/p2p-faults5 3 pass test/mpi/dr2_p2p "${DR2[@]}" "${FAULTS5[@]}"
 mpi dr2/p2p-checksum-none 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_checksum none
+# every CRC32C implementation gives the same wire checksum (auto may be vpclmul here)
+mpi dr2/p2p-crc32c-sse42 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_crc32c_impl sse42
+mpi dr2/p2p-crc32c-portable 2 pass test/mpi/dr2_p2p "${DR2[@]}" \
+    --mca pml_dr2_crc32c_impl portable
 mpi dr2/stress 4 pass test/mpi/dr2_stress "${DR2[@]}" -- 30
 mpi dr2/stress-faults1 4 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS1[@]}" -- 30 expect-faults
 mpi dr2/stress-faults5 4 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS5[@]}" -- 30 expect-faults

@@ -56,6 +56,15 @@ static const mca_base_var_enum_value_t checksum_values[] = {
     {0, NULL},
 };
 
+static const mca_base_var_enum_value_t crc32c_impl_values[] = {
+    {PML_DR2_CRC32C_AUTO, "auto"},
+    {PML_DR2_CRC32C_PORTABLE, "portable"},
+    {PML_DR2_CRC32C_SSE42_1WAY, "sse42-1way"},
+    {PML_DR2_CRC32C_SSE42, "sse42"},
+    {PML_DR2_CRC32C_VPCLMUL, "vpclmul"},
+    {0, NULL},
+};
+
 static void reg(const char *name, const char *description, mca_base_var_type_t type,
                 mca_base_var_enum_t *enumerator, int level, void *storage)
 {
@@ -109,6 +118,17 @@ static int dr2_register(void)
         "goes undetected). Headers are always checked, whatever this says. Must be the same "
         "on every process",
         MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_5, &m->checksum);
+    OBJ_RELEASE(enumerator);
+
+    m->crc32c_impl = PML_DR2_CRC32C_AUTO;
+    (void) mca_base_var_enum_create("pml_dr2_crc32c_impl", crc32c_impl_values, &enumerator);
+    reg("crc32c_impl",
+        "How CRC32C is computed: auto (the fastest this CPU has: vpclmul, else sse42, else "
+        "portable), vpclmul (AVX-512 carry-less multiplication for buffers of 512 bytes and "
+        "more, sse42 for the rest), sse42 (the crc32 instruction, three streams), sse42-1way "
+        "(one stream), portable (tables). All compute the same checksum; an implementation "
+        "this CPU lacks is refused",
+        MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_6, &m->crc32c_impl);
     OBJ_RELEASE(enumerator);
 
     m->ack_timeout_us = 10000;
@@ -234,6 +254,12 @@ static int dr2_open(void)
     if (m->checksum != MCA_PML_DR2_CHECKSUM_NONE && m->checksum != MCA_PML_DR2_CHECKSUM_CRC32C) {
         snprintf(value, sizeof(value), "%d", m->checksum);
         return refuse("pml_dr2_checksum", value, "Use crc32c or none.");
+    }
+    if (0 != pml_dr2_crc32c_select((pml_dr2_crc32c_impl_t) m->crc32c_impl)) {
+        return refuse("pml_dr2_crc32c_impl",
+                      pml_dr2_crc32c_impl_name((pml_dr2_crc32c_impl_t) m->crc32c_impl),
+                      "This CPU (or this build) does not have it: use auto, sse42 or "
+                      "portable.");
     }
     if (0 == m->ack_timeout_us || 0 == m->ack_timeout_min_us
         || m->ack_timeout_min_us > m->ack_timeout_max_us) {
