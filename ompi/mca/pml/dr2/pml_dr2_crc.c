@@ -321,17 +321,22 @@ static SSE42_FN uint32_t sse42_header(const unsigned char *p, size_t len)
     return 20 == len ? sse42_header_inline(p, 20) : sse42_header_inline(p, len);
 }
 
+/* The header of a header-and-payload checksum: the EAGER and TINY headers' lengths as
+ * constants, so that their words are checksummed without a loop. */
+SSE42_INLINE uint32_t sse42_data_header(const unsigned char *hdr, size_t hdr_len)
+{
+    return 44 == hdr_len   ? sse42_header_inline(hdr, 44)
+           : 16 == hdr_len ? sse42_header_inline(hdr, 16)
+                           : sse42_header_inline(hdr, hdr_len);
+}
+
 /* Header and payload in one function: no indirect call in between, and a short payload
  * goes straight to the single stream. */
 static SSE42_FN uint32_t sse42_header_payload(const unsigned char *hdr, size_t hdr_len,
                                               unsigned char *dst, const unsigned char *src,
                                               size_t len)
 {
-    /* The EAGER and TINY headers' lengths as constants: their words checksummed without a
-     * loop. */
-    uint32_t crc = 44 == hdr_len   ? sse42_header_inline(hdr, 44)
-                   : 16 == hdr_len ? sse42_header_inline(hdr, 16)
-                                   : sse42_header_inline(hdr, hdr_len);
+    uint32_t crc = sse42_data_header(hdr, hdr_len);
 
     if (NULL != dst) {
         return sse42_interleaved(crc, dst, src, len, 1);
@@ -504,9 +509,7 @@ static VPCLMUL_FN uint32_t vpclmul_header_payload(const unsigned char *hdr, size
                                                   unsigned char *dst, const unsigned char *src,
                                                   size_t len)
 {
-    uint32_t crc = 44 == hdr_len   ? sse42_header_inline(hdr, 44)
-                   : 16 == hdr_len ? sse42_header_inline(hdr, 16)
-                                   : sse42_header_inline(hdr, hdr_len);
+    uint32_t crc = sse42_data_header(hdr, hdr_len);
 
     if (NULL != dst) {
         return vpclmul_interleaved(crc, dst, src, len, 1);
