@@ -307,21 +307,25 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
     case PML_DR2_HDR_EAGER:
         encode_eager_body(hdr, p);
         break;
-    default: /* ACK, NACK */
-        put_u32(p + ACK_OFF_VFRAG, hdr->ack.vfrag);
-        put_u64(p + ACK_OFF_MASK, hdr->ack.mask);
+    default: /* ACK and NACK never get here: pml_dr2_hdr_encode packs them one pass */
         break;
     }
+}
+
+/* The 8 bytes every header but TINY starts with, the checksum field zero. */
+static inline void put_common(unsigned char *p, uint8_t type, uint8_t flags, uint8_t len)
+{
+    p[OFF_TYPE] = type;
+    p[OFF_FLAGS] = flags;
+    p[OFF_VERSION] = PML_DR2_HDR_VERSION;
+    p[OFF_HDR_LEN] = len;
+    put_u32(p + OFF_HDR_CRC, 0);
 }
 
 static inline void encode_common(pml_dr2_hdr_t *hdr, unsigned char *p, size_t len)
 {
     hdr->hdr_len = (uint8_t) len;
-    p[OFF_TYPE] = hdr->type;
-    p[OFF_FLAGS] = hdr->flags;
-    p[OFF_VERSION] = PML_DR2_HDR_VERSION;
-    p[OFF_HDR_LEN] = hdr->hdr_len;
-    put_u32(p + OFF_HDR_CRC, 0);
+    put_common(p, hdr->type, hdr->flags, hdr->hdr_len);
 }
 
 /* Every header byte but the checksum. */
@@ -396,11 +400,7 @@ size_t pml_dr2_hdr_pack_ack(uint8_t type, uint8_t flags, const pml_dr2_ack_hdr_t
         || buf_len < PML_DR2_HDR_ACK_LEN) {
         return 0;
     }
-    p[OFF_TYPE] = type;
-    p[OFF_FLAGS] = flags;
-    p[OFF_VERSION] = PML_DR2_HDR_VERSION;
-    p[OFF_HDR_LEN] = PML_DR2_HDR_ACK_LEN;
-    put_u32(p + OFF_HDR_CRC, 0);
+    put_common(p, type, flags, PML_DR2_HDR_ACK_LEN);
     put_u32(p + ACK_OFF_VFRAG, ack->vfrag);
     put_u64(p + ACK_OFF_MASK, ack->mask);
     put_u32(p + OFF_HDR_CRC, header_crc(p, PML_DR2_HDR_ACK_LEN));
@@ -410,7 +410,7 @@ size_t pml_dr2_hdr_pack_ack(uint8_t type, uint8_t flags, const pml_dr2_ack_hdr_t
 size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
 {
     unsigned char *p = buf;
-    size_t len = pml_dr2_hdr_size(hdr->type);
+    size_t len;
 
     if (PML_DR2_HDR_ACK == hdr->type || PML_DR2_HDR_NACK == hdr->type) {
         len = pml_dr2_hdr_pack_ack(hdr->type, hdr->flags, &hdr->ack, buf, buf_len);
@@ -421,15 +421,12 @@ size_t pml_dr2_hdr_encode(pml_dr2_hdr_t *hdr, void *buf, size_t buf_len)
         }
         return len;
     }
+    len = pml_dr2_hdr_size(hdr->type);
     if (len == 0 || buf_len < len) {
         return 0;
     }
     if (PML_DR2_HDR_EAGER == hdr->type && hdr->frag_len > buf_len - len) {
         return 0; /* its checksum covers the payload, which must be there */
-    }
-    if (!is_data_type(hdr->type)) {
-        hdr->frag_len = 0;
-        hdr->data_crc = 0;
     }
     if (check_fields(hdr, UINT32_MAX) != PML_DR2_HDR_OK) {
         return 0;
@@ -621,31 +618,6 @@ static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_OK;
 }
 
-/* ACK and NACK, headers without payload that travel alone (one per small message in a
- * ping-pong of TINYs), decoded in one pass with decode_common's, decode_body's and
- * check_fields' checks in their order. The caller has checked the version, the type and
- * hdr_len. */
-static pml_dr2_hdr_status_t decode_ack(const unsigned char *p, size_t buf_len,
-                                       pml_dr2_hdr_t *hdr)
-{
-    if (buf_len < PML_DR2_HDR_ACK_LEN) {
-        return PML_DR2_HDR_ERR_TRUNCATED;
-    }
-    if (get_u32(p + OFF_HDR_CRC) != header_crc(p, PML_DR2_HDR_ACK_LEN)) {
-        return PML_DR2_HDR_ERR_HDR_CRC;
-    }
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->type = p[OFF_TYPE];
-    hdr->flags = p[OFF_FLAGS];
-    hdr->hdr_len = PML_DR2_HDR_ACK_LEN;
-    hdr->ack.vfrag = get_u32(p + ACK_OFF_VFRAG);
-    hdr->ack.mask = get_u64(p + ACK_OFF_MASK);
-    if ((hdr->flags & ~type_info[hdr->type].flags) != 0) {
-        return PML_DR2_HDR_ERR_FLAGS;
-    }
-    return 0 == hdr->ack.mask ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
-}
-
 /* Every type but TINY. Out of line, so that a TINY, the common small message, is decoded
  * in a frame that saves none of the registers these decoders need. */
 static __attribute__((noinline)) pml_dr2_hdr_status_t
@@ -657,11 +629,6 @@ decode_with_common_header(const unsigned char *p, size_t buf_len, uint32_t max_p
     if (buf_len >= PML_DR2_HDR_COMMON_LEN && PML_DR2_HDR_EAGER == p[OFF_TYPE]
         && PML_DR2_HDR_VERSION == p[OFF_VERSION]) {
         return decode_eager(p, buf_len, max_payload, hdr);
-    }
-    if (buf_len >= PML_DR2_HDR_COMMON_LEN
-        && (PML_DR2_HDR_ACK == p[OFF_TYPE] || PML_DR2_HDR_NACK == p[OFF_TYPE])
-        && PML_DR2_HDR_VERSION == p[OFF_VERSION] && PML_DR2_HDR_ACK_LEN == p[OFF_HDR_LEN]) {
-        return decode_ack(p, buf_len, hdr);
     }
     if ((status = decode_common(p, buf_len, hdr)) != PML_DR2_HDR_OK
         || (status = decode_body(p, hdr)) != PML_DR2_HDR_OK
