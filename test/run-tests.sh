@@ -156,6 +156,7 @@ unit test_dr2_crc
 unit test_dr2_hdr
 unit test_dr2_window
 unit test_dr2_rxcheck
+unit test_dr2_copychoice
 
 echo "== coll/ftrabit under mpirun (timeout ${timeout_s}s each)"
 FT=(--with-ft ulfm)
@@ -328,7 +329,12 @@ mpi dr2/p2p-checksum-none 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_chec
 mpi dr2/p2p-crc32c-sse42 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_crc32c_impl sse42
 mpi dr2/p2p-crc32c-portable 2 pass test/mpi/dr2_p2p "${DR2[@]}" \
     --mca pml_dr2_crc32c_impl portable
+# both ways of copying a rendezvous payload (auto picks one by timing them; pml_dr2_copychoice.h)
+mpi dr2/p2p-copy-fused 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_copy fused
+mpi dr2/p2p-copy-separate 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_copy separate
 mpi dr2/stress 4 pass test/mpi/dr2_stress "${DR2[@]}" -- 30
+mpi dr2/stress-faults1-copy-separate 3 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS1[@]}" \
+    --mca pml_dr2_copy separate -- 10 expect-faults
 mpi dr2/stress-faults1 4 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS1[@]}" -- 30 expect-faults
 mpi dr2/stress-faults5 4 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS5[@]}" -- 30 expect-faults
 # Over TCP a peer often leaves MPI_Finalize while another still retransmits to it (lost
@@ -389,7 +395,7 @@ ompi_info_lists_dr2() {
     out=$(OMPI_MCA_mca_base_component_path="$component_path" timeout -k 5 "$timeout_s" \
           "$OMPI_PREFIX/bin/ompi_info" --param pml dr2 --level 9) || return 1
     echo "$out"
-    for p in priority frag_size eager_limit checksum ack_timeout_us ack_timeout_min_us \
+    for p in priority frag_size eager_limit checksum crc32c_impl copy ack_timeout_us ack_timeout_min_us \
              ack_timeout_max_us retry_limit local_timeout_us window verbose inject_drop inject_corrupt inject_dup \
              inject_seed; do
         grep -q "parameter \"pml_dr2_$p\"" <<<"$out" || { echo "missing pml_dr2_$p"; return 1; }

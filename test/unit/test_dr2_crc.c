@@ -98,9 +98,12 @@ static void matches_bitwise_reference(void)
 {
     enum { MAX = 3 * 8192 + 3 * 256 + 3 * 64 + 63 };
     unsigned char *buf = malloc(MAX);
-    /* around each stream-block size (3 x 64, 3 x 256, 3 x 8192) and the alignment cut */
-    const size_t lengths[] = {0,   1,   7,   8,   9,   191,  192,  198,        199,
-                              200, 767, 768, 769, 960, 1000, 3 * 8192 - 1, 3 * 8192, MAX};
+    /* around each stream-block size (3 x 64, 3 x 256, 3 x 8192), the alignment cut, the
+     * VPCLMULQDQ step (256, folds from 512) and its hybrid block (7680) */
+    const size_t lengths[] = {0,    1,    7,    8,    9,         191,       192,
+                              198,  199,  200,  511,  512,       767,       768,
+                              769,  960,  1000, 7679, 7680,      7681,      2 * 7680 + 255,
+                              3 * 7680 + 511,   3 * 8192 - 1,    3 * 8192,  MAX};
 
     rng_fill(buf, MAX);
     for (size_t k = 0; k < NUM_IMPLS; k++) {

@@ -106,6 +106,7 @@ typedef struct mca_pml_dr2_t {
     size_t eager_limit;       /* largest message sent eagerly */
     int checksum;             /* MCA_PML_DR2_CHECKSUM_* */
     int crc32c_impl;          /* pml_dr2_crc32c_impl_t */
+    int copy_way;             /* pml_dr2_copy_way_t: how fragment payloads are copied */
     unsigned ack_timeout_us;  /* initial ACK timeout, before any RTT sample */
     unsigned ack_timeout_min_us;
     unsigned ack_timeout_max_us;

@@ -16,6 +16,7 @@
 #include "ompi/proc/proc.h"
 
 #include "pml_dr2.h"
+#include "pml_dr2_copychoice.h"
 #include "pml_dr2_crc.h"
 #include "pml_dr2_inject.h"
 #include "pml_dr2_recvfrag.h"
@@ -62,6 +63,13 @@ static const mca_base_var_enum_value_t crc32c_impl_values[] = {
     {PML_DR2_CRC32C_SSE42_1WAY, "sse42-1way"},
     {PML_DR2_CRC32C_SSE42, "sse42"},
     {PML_DR2_CRC32C_VPCLMUL, "vpclmul"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t copy_way_values[] = {
+    {PML_DR2_COPY_AUTO, "auto"},
+    {PML_DR2_COPY_FUSED, "fused"},
+    {PML_DR2_COPY_SEPARATE, "separate"},
     {0, NULL},
 };
 
@@ -129,6 +137,19 @@ static int dr2_register(void)
         "(one stream), portable (tables). All compute the same checksum; an implementation "
         "this CPU lacks is refused",
         MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_6, &m->crc32c_impl);
+    OBJ_RELEASE(enumerator);
+
+    m->copy_way = PML_DR2_COPY_AUTO;
+    (void) mca_base_var_enum_create("pml_dr2_copy", copy_way_values, &enumerator);
+    reg("copy",
+        "How a sender copies the payload of a rendezvous fragment into the BTL's buffer with "
+        "pml_dr2_checksum crc32c: fused (copy and checksum in one pass), separate (memcpy, "
+        "then the checksum of the copy), auto (per peer, time both on a few fragments, use "
+        "the cheaper, time them again every 4096 fragments). Fused is faster when the two "
+        "processes share a cache, separate when they do not (fused stalls writing into the "
+        "buffer the receiver has just read). Only fragments of 4 KiB and more are timed; "
+        "smaller payloads are always fused",
+        MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_6, &m->copy_way);
     OBJ_RELEASE(enumerator);
 
     m->ack_timeout_us = 10000;

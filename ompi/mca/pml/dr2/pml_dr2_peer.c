@@ -48,6 +48,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->nacks = 0;
     peer->acks_since = 0;
     peer->acks_lazy = false;
+    pml_dr2_copy_choice_init(&peer->tx_copy);
     peer->nacks_in = 0;
     peer->acks_in_since = 0;
     peer->to_arm = 0;

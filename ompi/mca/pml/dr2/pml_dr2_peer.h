@@ -9,6 +9,7 @@
 #define MCA_PML_DR2_PEER_H
 
 #include "pml_dr2.h"
+#include "pml_dr2_copychoice.h"
 #include "pml_dr2_window.h"
 
 BEGIN_C_DECLS
@@ -59,6 +60,7 @@ typedef struct mca_pml_dr2_peer_t {
     struct mca_pml_dr2_vfrag_t **tx_slots;
     uint32_t srtt_us, rttvar_us, rto_us; /* RFC 6298 estimator */
     bool has_rtt;
+    pml_dr2_copy_choice_t tx_copy; /* how fragment payloads are copied (pml_dr2_copy auto) */
 
     /* ---- receiving ---- */
     pml_dr2_window_t rx_window;  /* completed vfrag ids */

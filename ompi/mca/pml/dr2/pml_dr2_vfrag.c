@@ -153,6 +153,51 @@ static inline void txmsg_envelope(const mca_pml_dr2_txmsg_t *msg, uint32_t id,
     match->vfrag = id;
 }
 
+static inline uint32_t copy_payload_way(pml_dr2_copy_way_t way, unsigned char *dst,
+                                        const unsigned char *src, uint32_t len)
+{
+    if (PML_DR2_COPY_SEPARATE == way) {
+        memcpy(dst, src, len);
+        return pml_dr2_crc32c(PML_DR2_CRC32C_INIT, dst, len); /* the copy, hot in L1 */
+    }
+    return pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, dst, src, len);
+}
+
+/* A fragment's payload into the BTL's buffer, and its CRC: the way pml_dr2_copy says, or,
+ * under auto, the way the peer's copy choice has measured to be cheaper
+ * (pml_dr2_copychoice.h: on cores that share no cache the fused stores stall). */
+static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *dst,
+                                      const unsigned char *src, uint32_t len)
+{
+    pml_dr2_copy_choice_t *choice = &peer->tx_copy;
+    pml_dr2_copy_way_t way = (pml_dr2_copy_way_t) choice->way;
+    opal_timer_t start;
+    uint32_t crc;
+
+    if (PML_DR2_COPY_AUTO != mca_pml_dr2.copy_way) {
+        return copy_payload_way((pml_dr2_copy_way_t) mca_pml_dr2.copy_way, dst, src, len);
+    }
+    if (len < PML_DR2_COPY_CHOICE_MIN) {
+        return copy_payload_way(PML_DR2_COPY_FUSED, dst, src, len);
+    }
+    if (!choice->probing) {
+        crc = copy_payload_way(way, dst, src, len);
+        pml_dr2_copy_choice_record(choice, 0, len);
+        return crc;
+    }
+    start = opal_timer_base_get_cycles();
+    crc = copy_payload_way(way, dst, src, len);
+    pml_dr2_copy_choice_record(choice, (uint64_t) (opal_timer_base_get_cycles() - start), len);
+    if (!choice->probing) {
+        DR2_VERBOSE(10, "pml:dr2: copy to %s: %s (per KiB: fused %" PRIu64 ", separate %" PRIu64
+                    " ticks)", OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                    PML_DR2_COPY_SEPARATE == choice->way ? "separate" : "fused",
+                    choice->best_cost[PML_DR2_COPY_FUSED],
+                    choice->best_cost[PML_DR2_COPY_SEPARATE]);
+    }
+    return crc;
+}
+
 /* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
  * data is always contiguous here (user buffer or packed copy): the payload is checksummed
  * while it is copied, reading it once. */
@@ -188,7 +233,7 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     hdr.data_crc = 0;
     if (flen > 0) {
         if (crc) {
-            hdr.data_crc = pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, payload, msg->contig + off, flen);
+            hdr.data_crc = copy_payload_with_crc(msg->peer, payload, msg->contig + off, flen);
         } else {
             memcpy(payload, msg->contig + off, flen);
         }
