@@ -54,6 +54,14 @@
 #   OUT, RAW       output and raw-log directories
 #   QUIET_WAIT=60  before each run, wait up to this many seconds for the machine to be
 #                  quiet (no other runnable process for 3 s); 0 does not wait
+#   PLACEMENT=any  which runs the tables use: any, near or far. Before and after every run
+#                  bench/cacheline_rtt measures how far apart the first two CPUs are (a cache
+#                  line's round trip; the ranks are bound to them): near when both
+#                  measurements are under PLACEMENT_NS (default 150 ns, cores sharing a
+#                  cache), far when both are at or over it; a run between the two is
+#                  neither. On a VM the vCPUs can move between the two within minutes, and
+#                  sm bandwidth differs by 2x between them: compare runs of one placement
+#                  (TABLES_ONLY=1 PLACEMENT=near redoes the tables from the last measurement)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -69,6 +77,9 @@ MPIRUN_ARGS=${MPIRUN_ARGS:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 NETPIPE_RUNTM=${NETPIPE_RUNTM:-0.05}
 TABLES_ONLY=${TABLES_ONLY:-0}
+PLACEMENT=${PLACEMENT:-any}
+PLACEMENT_NS=${PLACEMENT_NS:-150}
+case $PLACEMENT in any | near | far) ;; *) echo "run-dr2: PLACEMENT must be any, near or far" >&2; exit 2 ;; esac
 if [ "$QUICK" = 1 ]; then
     ROUNDS=${ROUNDS:-1}
     MAX_BYTES=${MAX_BYTES:-2097152}
@@ -194,6 +205,10 @@ else
     tool_desc="bench/dr2_pingpong (NetPIPE's method, our code), because $netpipe_note"
 fi
 say "benchmark: $tool_desc"
+if [ "$TABLES_ONLY" != 1 ]; then
+    make -C "$BUILD" bench/cacheline_rtt >&2
+    rtt_probe=$BUILD/bench/cacheline_rtt
+fi
 
 # ---- the configurations ----------------------------------------------------------------
 export PMIX_MCA_mca_base_component_show_load_errors=0
@@ -349,7 +364,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
         tag=${configs[$(((j + r - 1) % nconf))]}
         say "round $r/$ROUNDS: $tag ($(($(date +%s) - start)) s so far)"
         wait_quiet
+        rtt_before=$("$rtt_probe" | awk '{ print $4 }') || rtt_before=-
         run "$tag" "$RAW/$tag-r$r.txt" || failed+=("$tag round $r")
+        rtt_after=$("$rtt_probe" | awk '{ print $4 }') || rtt_after=-
+        echo "$rtt_before $rtt_after" >"$RAW/$tag-r$r.txt.rtt"
     done
 done
 elapsed=$(($(date +%s) - start))
@@ -367,6 +385,17 @@ say "measured in $elapsed s"
 fi
 
 # ---- tables and plots ------------------------------------------------------------------
+# run_placement LOG: near, far or mixed (the cache-line round trips before and after the
+# run on either side of PLACEMENT_NS), unknown without them.
+run_placement() {
+    awk -v ns="$PLACEMENT_NS" '
+        NF == 2 && $1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ {
+            print ($1 < ns && $2 < ns) ? "near" : ($1 >= ns && $2 >= ns) ? "far" : "mixed"; found = 1
+        }
+        END { if (!found) print "unknown" }' "$1.rtt" 2>/dev/null || echo unknown
+}
+placement_counts=$(for f in "$RAW"/*-r[0-9]*.txt; do [ ! -f "$f" ] || run_placement "$f"; done \
+    | sort | uniq -c | awk '{ printf "%s%d %s", (n++ ? ", " : ""), $1, $2 }')
 # aggregate BASE TAG...: per size (the union over the tags), the median over the rounds of
 # the one-way time of each tag and the bandwidth that median gives, "-" where a tag has no
 # data. Columns: bytes; per TAG: <tag>_us <tag>_gbps; per TAG other than BASE:
@@ -375,7 +404,10 @@ aggregate() {
     local base=$1 files=() t f
     shift
     for t in "$@"; do
-        for f in "$RAW/$t"-r*.txt; do [ ! -f "$f" ] || files+=("$f"); done
+        for f in "$RAW/$t"-r*.txt; do
+            [ -f "$f" ] && [ "$(run_placement "$f")" = "$PLACEMENT" -o "$PLACEMENT" = any ] \
+                && files+=("$f")
+        done
     done
     ((${#files[@]})) || files=(/dev/null)
     awk -v base="$base" -v tags="$*" '
@@ -684,6 +716,9 @@ $config_list
 The measurement took $elapsed s; load averages (1, 5, 15 min) were $load_start before it and
 $load_end after. Before each run the script waited up to $QUIET_WAIT s for no other process
 to be runnable; $noisy_starts of the $runs runs started without that quiet.
+Placement of the two ranks' CPUs (a cache line's round trip before and after each run,
+\`bench/cacheline_rtt\`, near: both under $PLACEMENT_NS ns): ${placement_counts:-not measured};
+the tables use $([ "$PLACEMENT" = any ] && echo "every run" || echo "the $PLACEMENT runs only").
 $( ((${#failed[@]})) && printf '\n**Failed runs** (no data from them): %s.\n' "$(IFS=';'; echo "${failed[*]}")")
 $( ((${#anomalies[@]})) && printf '\n**Anomalies**: %s.\n' "$(IFS=';'; echo "${anomalies[*]}")")
 
