@@ -199,8 +199,8 @@ static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *d
 }
 
 /* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
- * data is always contiguous here (user buffer or packed copy): the payload is checksummed
- * while it is copied, reading it once. */
+ * data is always contiguous here (user buffer or packed copy): the payload is copied and
+ * checksummed by copy_payload_with_crc. */
 static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
 {
     frag_ctx_t *ctx = vctx;
