@@ -118,11 +118,12 @@ mpi() {
 
 # check NAME FUNCTION: a check written as a shell function that passes when it returns 0;
 # the function puts its own timeouts on what it runs.
-check() {
-    local name=$1 fn=$2
+check() { # NAME FUNCTION [ARGS...]
+    local name=$1
+    shift
     selected "$name" || return 0
     local log=$logs/$(echo "$name" | tr '/ ' '__').log
-    if "$fn" >"$log" 2>&1; then pass "$name"; else fail "$name" "failed" "$log"; fi
+    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name" "failed" "$log"; fi
 }
 
 ompi_info_lists_ftrabit() {
@@ -329,9 +330,25 @@ mpi dr2/p2p-checksum-none 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_chec
 mpi dr2/p2p-crc32c-sse42 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_crc32c_impl sse42
 mpi dr2/p2p-crc32c-portable 2 pass test/mpi/dr2_p2p "${DR2[@]}" \
     --mca pml_dr2_crc32c_impl portable
-# both ways of copying a rendezvous payload (auto picks one by timing them; pml_dr2_copychoice.h)
-mpi dr2/p2p-copy-fused 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_copy fused
-mpi dr2/p2p-copy-separate 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_copy separate
+# Both ways of copying a rendezvous payload, and auto, which times them (pml_dr2_copychoice.h):
+# dr2_p2p passes, and the counters at MPI_Finalize show the way taken: fused copies nothing
+# separately, separate does, auto completes at least one measurement on each rank (dr2_p2p
+# sends messages of up to 16 MiB both ways) and never more than one per 4096 fragments.
+dr2_copy_way() { # WAY
+    local way=$1 rc timed_out log=$logs/dr2-copy-$1-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" --mca pml_dr2_copy "$way" \
+        --mca pml_dr2_verbose 2 -np 2 "$build/test/mpi/dr2_p2p"
+    cat "$log"
+    [ "$timed_out" = 0 ] || { echo "HANG after ${timeout_s}s"; return 1; }
+    [ "$rc" = 0 ] && grep -aq "^mpitest .*: np 2: PASS" "$log" || return 1
+    grep -ao 'fragments sent [0-9]*.*payloads copied separately [0-9]*, copy-way probes [0-9]*' "$log" \
+        | awk -v way="$way" '{ frags = $3; sep = $(NF - 3); sub(/,/, "", sep); probes = $NF; n++
+              if (way == "fused" && (sep != 0 || probes != 0)) bad = 1
+              if (way == "separate" && (sep == 0 || probes != 0)) bad = 1
+              if (way == "auto" && (probes < 1 || probes > 1 + frags / 4096)) bad = 1 }
+              END { exit !(n == 2 && !bad) }'
+}
+for way in fused separate auto; do check "dr2/p2p-copy-$way" dr2_copy_way "$way"; done
 mpi dr2/stress 4 pass test/mpi/dr2_stress "${DR2[@]}" -- 30
 mpi dr2/stress-faults1-copy-separate 3 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS1[@]}" \
     --mca pml_dr2_copy separate -- 10 expect-faults

@@ -443,11 +443,13 @@ static void log_counters(void)
                 "pml:dr2: fragments sent %lu (resent %lu, of which fast %lu; ACK timeouts %lu, "
                 "local timeouts %lu), received %lu (payload CRC errors %lu, header errors %lu, "
                 "duplicates %lu, malformed %lu); ACKs sent %lu, received %lu; NACKs sent %lu, "
-                "received %lu; injected drop %lu, corrupt %lu, dup %lu",
+                "received %lu; injected drop %lu, corrupt %lu, dup %lu; payloads copied "
+                "separately %lu, copy-way probes %lu",
                 c->frags_sent, c->retransmits, c->fast_retransmits, c->timeouts, c->local_timeouts,
                 c->frags_received, c->data_crc_errors, hdr_errors, c->duplicates, c->malformed,
                 c->acks_sent, c->acks_received, c->nacks_sent, c->nacks_received,
-                c->injected_drop, c->injected_corrupt, c->injected_dup);
+                c->injected_drop, c->injected_corrupt, c->injected_dup, c->copy_separate,
+                c->copy_probes);
 }
 
 int mca_pml_dr2_finalize(void)

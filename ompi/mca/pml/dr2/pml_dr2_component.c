@@ -244,6 +244,14 @@ static int dr2_register(void)
     register_counter("injected_corrupt", "Segments corrupted by fault injection",
                      &c->injected_corrupt);
     register_counter("injected_dup", "Segments duplicated by fault injection", &c->injected_dup);
+    register_counter("copy_separate",
+                     "Rendezvous payloads copied by memcpy and then checksummed (pml_dr2_copy "
+                     "separate, or auto where that measured cheaper), not in one fused pass",
+                     &c->copy_separate);
+    register_counter("copy_probes",
+                     "Copy-way measurements completed under pml_dr2_copy auto (one per peer "
+                     "at first, then every 4096 fragments)",
+                     &c->copy_probes);
     return OMPI_SUCCESS;
 }
 

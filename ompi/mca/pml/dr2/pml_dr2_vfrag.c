@@ -157,6 +157,7 @@ static inline uint32_t copy_payload_way(pml_dr2_copy_way_t way, unsigned char *d
                                         const unsigned char *src, uint32_t len)
 {
     if (PML_DR2_COPY_SEPARATE == way) {
+        mca_pml_dr2.counters.copy_separate++;
         memcpy(dst, src, len);
         return pml_dr2_crc32c(PML_DR2_CRC32C_INIT, dst, len); /* the copy, hot in L1 */
     }
@@ -189,6 +190,7 @@ static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *d
     crc = copy_payload_way(way, dst, src, len);
     pml_dr2_copy_choice_record(choice, (uint64_t) (opal_timer_base_get_cycles() - start), len);
     if (!choice->probing) {
+        mca_pml_dr2.counters.copy_probes++;
         DR2_VERBOSE(10, "pml:dr2: copy to %s: %s (per KiB: fused %" PRIu64 ", separate %" PRIu64
                     " ticks)", OMPI_NAME_PRINT(&peer->proc->super.proc_name),
                     PML_DR2_COPY_SEPARATE == choice->way ? "separate" : "fused",
