@@ -405,8 +405,9 @@ aggregate() {
     shift
     for t in "$@"; do
         for f in "$RAW/$t"-r*.txt; do
-            [ -f "$f" ] && [ "$(run_placement "$f")" = "$PLACEMENT" -o "$PLACEMENT" = any ] \
-                && files+=("$f")
+            [ -f "$f" ] || continue
+            [ "$PLACEMENT" = any ] || [ "$(run_placement "$f")" = "$PLACEMENT" ] || continue
+            files+=("$f")
         done
     done
     ((${#files[@]})) || files=(/dev/null)

@@ -116,9 +116,9 @@ mpi() {
     esac
 }
 
-# check NAME FUNCTION: a check written as a shell function that passes when it returns 0;
-# the function puts its own timeouts on what it runs.
-check() { # NAME FUNCTION [ARGS...]
+# check NAME FUNCTION [ARGS...]: a check written as a shell function that passes when it
+# returns 0; the function puts its own timeouts on what it runs.
+check() {
     local name=$1
     shift
     selected "$name" || return 0

@@ -81,6 +81,21 @@ static void reg(const char *name, const char *description, mca_base_var_type_t t
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
+/* An enumerated parameter: Open MPI lists its values and refuses any other. */
+static void reg_enum(const char *name, const char *description,
+                     const mca_base_var_enum_value_t *values, int level, int *storage)
+{
+    mca_base_var_enum_t *enumerator = NULL;
+    char enum_name[64];
+
+    snprintf(enum_name, sizeof(enum_name), "pml_dr2_%s", name);
+    (void) mca_base_var_enum_create(enum_name, values, &enumerator);
+    reg(name, description, MCA_BASE_VAR_TYPE_INT, enumerator, level, storage);
+    if (NULL != enumerator) {
+        OBJ_RELEASE(enumerator);
+    }
+}
+
 static void register_counter(const char *name, const char *description, unsigned long *storage)
 {
     (void) mca_base_component_pvar_register(&mca_pml_dr2_component.pmlm_version, name, description,
@@ -96,7 +111,6 @@ static int dr2_register(void)
 {
     mca_pml_dr2_t *m = &mca_pml_dr2;
     mca_pml_dr2_counters_t *c = &mca_pml_dr2.counters;
-    mca_base_var_enum_t *enumerator = NULL;
 
     m->priority = 10;
     reg("priority",
@@ -119,38 +133,32 @@ static int dr2_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->eager_limit);
 
     m->checksum = MCA_PML_DR2_CHECKSUM_CRC32C;
-    (void) mca_base_var_enum_create("pml_dr2_checksum", checksum_values, &enumerator);
-    reg("checksum",
-        "Payload checksum: crc32c (every fragment's payload is checked while it is copied; a "
-        "corrupt fragment is NACKed and resent) or none (for comparison: payload corruption "
-        "goes undetected). Headers are always checked, whatever this says. Must be the same "
-        "on every process",
-        MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_5, &m->checksum);
-    OBJ_RELEASE(enumerator);
+    reg_enum("checksum",
+             "Payload checksum: crc32c (every fragment's payload is checked while it is copied; a "
+             "corrupt fragment is NACKed and resent) or none (for comparison: payload corruption "
+             "goes undetected). Headers are always checked, whatever this says. Must be the same "
+             "on every process",
+             checksum_values, OPAL_INFO_LVL_5, &m->checksum);
 
     m->crc32c_impl = PML_DR2_CRC32C_AUTO;
-    (void) mca_base_var_enum_create("pml_dr2_crc32c_impl", crc32c_impl_values, &enumerator);
-    reg("crc32c_impl",
-        "How CRC32C is computed: auto (the fastest this CPU has: vpclmul, else sse42, else "
-        "portable), vpclmul (AVX-512 carry-less multiplication for buffers of 512 bytes and "
-        "more, sse42 for the rest), sse42 (the crc32 instruction, three streams), sse42-1way "
-        "(one stream), portable (tables). All compute the same checksum; an implementation "
-        "this CPU lacks is refused",
-        MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_6, &m->crc32c_impl);
-    OBJ_RELEASE(enumerator);
+    reg_enum("crc32c_impl",
+             "How CRC32C is computed: auto (the fastest this CPU has: vpclmul, else sse42, else "
+             "portable), vpclmul (AVX-512 carry-less multiplication for buffers of 512 bytes and "
+             "more, sse42 for the rest), sse42 (the crc32 instruction, three streams), sse42-1way "
+             "(one stream), portable (tables). All compute the same checksum; an implementation "
+             "this CPU lacks is refused",
+             crc32c_impl_values, OPAL_INFO_LVL_6, &m->crc32c_impl);
 
     m->copy_way = PML_DR2_COPY_AUTO;
-    (void) mca_base_var_enum_create("pml_dr2_copy", copy_way_values, &enumerator);
-    reg("copy",
-        "How a sender copies the payload of a rendezvous fragment into the BTL's buffer with "
-        "pml_dr2_checksum crc32c: fused (copy and checksum in one pass), separate (memcpy, "
-        "then the checksum of the copy), auto (per peer, time both on a few fragments, use "
-        "the cheaper, time them again every 4096 fragments). Fused is faster when the two "
-        "processes share a cache, separate when they do not (fused stalls writing into the "
-        "buffer the receiver has just read). Only fragments of 4 KiB and more are timed; "
-        "smaller payloads are always fused",
-        MCA_BASE_VAR_TYPE_INT, enumerator, OPAL_INFO_LVL_6, &m->copy_way);
-    OBJ_RELEASE(enumerator);
+    reg_enum("copy",
+             "How a sender copies the payload of a rendezvous fragment into the BTL's buffer with "
+             "pml_dr2_checksum crc32c: fused (copy and checksum in one pass), separate (memcpy, "
+             "then the checksum of the copy), auto (per peer, time both on a few fragments, use "
+             "the cheaper, time them again every 4096 fragments). Fused is faster when the two "
+             "processes share a cache, separate when they do not (fused stalls writing into the "
+             "buffer the receiver has just read). Only fragments of 4 KiB and more are timed; "
+             "smaller payloads are always fused",
+             copy_way_values, OPAL_INFO_LVL_6, &m->copy_way);
 
     m->ack_timeout_us = 10000;
     reg("ack_timeout_us",
@@ -283,6 +291,11 @@ static int dr2_open(void)
     if (m->checksum != MCA_PML_DR2_CHECKSUM_NONE && m->checksum != MCA_PML_DR2_CHECKSUM_CRC32C) {
         snprintf(value, sizeof(value), "%d", m->checksum);
         return refuse("pml_dr2_checksum", value, "Use crc32c or none.");
+    }
+    if (m->copy_way != PML_DR2_COPY_AUTO && m->copy_way != PML_DR2_COPY_FUSED
+        && m->copy_way != PML_DR2_COPY_SEPARATE) {
+        snprintf(value, sizeof(value), "%d", m->copy_way);
+        return refuse("pml_dr2_copy", value, "Use auto, fused or separate.");
     }
     if (0 != pml_dr2_crc32c_select((pml_dr2_crc32c_impl_t) m->crc32c_impl)) {
         return refuse("pml_dr2_crc32c_impl",

@@ -6,7 +6,7 @@
 static void start_probe(pml_dr2_copy_choice_t *choice)
 {
     choice->probing = true;
-    choice->probe_left = 2 * PML_DR2_COPY_PROBE_SAMPLES;
+    choice->left = 2 * PML_DR2_COPY_PROBE_SAMPLES;
     choice->best_cost[PML_DR2_COPY_FUSED] = UINT64_MAX;
     choice->best_cost[PML_DR2_COPY_SEPARATE] = UINT64_MAX;
     choice->way = PML_DR2_COPY_FUSED;
@@ -31,14 +31,13 @@ static pml_dr2_copy_way_t cheaper_way(const pml_dr2_copy_choice_t *choice)
 
 void pml_dr2_copy_choice_init(pml_dr2_copy_choice_t *choice)
 {
-    choice->until_probe = 0;
     start_probe(choice);
 }
 
 void pml_dr2_copy_choice_record(pml_dr2_copy_choice_t *choice, uint64_t ticks, size_t bytes)
 {
     if (!choice->probing) {
-        if (--choice->until_probe == 0) {
+        if (--choice->left == 0) {
             start_probe(choice);
         }
         return;
@@ -52,10 +51,10 @@ void pml_dr2_copy_choice_record(pml_dr2_copy_choice_t *choice, uint64_t ticks, s
         }
     }
     choice->way ^= 1; /* alternate: a drift in the machine's state hits both ways alike */
-    if (--choice->probe_left > 0) {
+    if (--choice->left > 0) {
         return;
     }
     choice->probing = false;
     choice->way = cheaper_way(choice);
-    choice->until_probe = PML_DR2_COPY_REPROBE_AFTER;
+    choice->left = PML_DR2_COPY_REPROBE_AFTER;
 }

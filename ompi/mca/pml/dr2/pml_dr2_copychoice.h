@@ -40,8 +40,7 @@ typedef enum {
 typedef struct {
     uint8_t way;            /* pml_dr2_copy_way_t: the way for the next counted fragment */
     bool probing;           /* the next counted fragment is timed */
-    uint16_t probe_left;    /* timed fragments left in this probe */
-    uint32_t until_probe;   /* counted fragments left before the next probe */
+    uint32_t left;          /* counted fragments left in this probe, or before the next */
     uint64_t best_cost[2];  /* per way, the least time per KiB seen in this probe */
 } pml_dr2_copy_choice_t;
 

@@ -579,8 +579,8 @@ hybrid_blocks(uint32_t crc, const unsigned char *src, size_t nblocks)
 }
 
 /* A buffer of at least 2 * VPCLMUL_BLOCK bytes: whole hybrid blocks (checksum only), then
- * folds over what is left, then the rest (under 256 bytes) as SSE42. Instantiated once copying and once
- * checking, so that neither loop tests `copy`. */
+ * folds over what is left, then the rest (under 256 bytes) as SSE42. Instantiated once
+ * copying and once checking, so that neither loop tests `copy`. */
 static inline __attribute__((always_inline)) VPCLMUL_FN uint32_t
 vpclmul_long(uint32_t crc, unsigned char *dst, const unsigned char *src, size_t len, int copy)
 {
@@ -641,12 +641,14 @@ static VPCLMUL_FN uint32_t vpclmul_header_payload(const unsigned char *hdr, size
                                                   unsigned char *dst, const unsigned char *src,
                                                   size_t len)
 {
-    uint32_t crc = sse42_data_header(hdr, hdr_len);
+    uint32_t crc;
 
-    if (NULL != dst) {
-        return vpclmul_interleaved(crc, dst, src, len, 1);
+    if (len < 2 * VPCLMUL_BLOCK) {
+        return sse42_header_payload(hdr, hdr_len, dst, src, len); /* too short to fold */
     }
-    return vpclmul_interleaved(crc, NULL, src, len, 0);
+    crc = sse42_data_header(hdr, hdr_len);
+    return NULL != dst ? vpclmul_long_copy(crc, dst, src, len)
+                       : vpclmul_long_check(crc, src, len);
 }
 
 /* AVX-512F and VPCLMULQDQ, and the operating system saving the 512-bit state. */

@@ -171,8 +171,8 @@ static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *d
                                       const unsigned char *src, uint32_t len)
 {
     pml_dr2_copy_choice_t *choice = &peer->tx_copy;
-    pml_dr2_copy_way_t way = (pml_dr2_copy_way_t) choice->way;
-    opal_timer_t start;
+    bool timed = choice->probing;
+    opal_timer_t start = 0;
     uint32_t crc;
 
     if (PML_DR2_COPY_AUTO != mca_pml_dr2.copy_way) {
@@ -181,15 +181,12 @@ static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *d
     if (len < PML_DR2_COPY_CHOICE_MIN) {
         return copy_payload_way(PML_DR2_COPY_FUSED, dst, src, len);
     }
-    if (!choice->probing) {
-        crc = copy_payload_way(way, dst, src, len);
-        pml_dr2_copy_choice_record(choice, 0, len);
-        return crc;
+    if (timed) {
+        start = opal_timer_base_get_cycles();
     }
-    start = opal_timer_base_get_cycles();
-    crc = copy_payload_way(way, dst, src, len);
-    pml_dr2_copy_choice_record(choice, (uint64_t) (opal_timer_base_get_cycles() - start), len);
-    if (!choice->probing) {
+    crc = copy_payload_way((pml_dr2_copy_way_t) choice->way, dst, src, len);
+    pml_dr2_copy_choice_record(choice, timed ? opal_timer_base_get_cycles() - start : 0, len);
+    if (timed && !choice->probing) {
         mca_pml_dr2.counters.copy_probes++;
         DR2_VERBOSE(10, "pml:dr2: copy to %s: %s (per KiB: fused %" PRIu64 ", separate %" PRIu64
                     " ticks)", OMPI_NAME_PRINT(&peer->proc->super.proc_name),
