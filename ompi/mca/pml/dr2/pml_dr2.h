@@ -96,7 +96,7 @@ typedef struct {
     unsigned long acks_sent, nacks_sent, acks_received, nacks_received;
     unsigned long frags_sent, frags_received;
     unsigned long injected_drop, injected_corrupt, injected_dup;
-    unsigned long copy_separate;    /* rendezvous payloads copied by memcpy, then checksummed */
+    unsigned long copy_separate;    /* rendezvous payloads checksummed, then memcpy'd */
     unsigned long copy_probes;      /* pml_dr2_copy auto: copy-way measurements completed */
 } mca_pml_dr2_counters_t;
 

@@ -152,8 +152,8 @@ static int dr2_register(void)
     m->copy_way = PML_DR2_COPY_AUTO;
     reg_enum("copy",
              "How a sender copies the payload of a rendezvous fragment into the BTL's buffer with "
-             "pml_dr2_checksum crc32c: fused (copy and checksum in one pass), separate (memcpy, "
-             "then the checksum of the copy), auto (per peer, time both on a few fragments, use "
+             "pml_dr2_checksum crc32c: fused (copy and checksum in one pass), separate (the "
+             "checksum of the source, then memcpy), auto (per peer, time both on a few fragments, use "
              "the cheaper, time them again every 4096 fragments). Fused is faster when the two "
              "processes share a cache, separate when they do not (fused stalls writing into the "
              "buffer the receiver has just read). Only fragments of 4 KiB and more are timed; "
@@ -253,7 +253,7 @@ static int dr2_register(void)
                      &c->injected_corrupt);
     register_counter("injected_dup", "Segments duplicated by fault injection", &c->injected_dup);
     register_counter("copy_separate",
-                     "Rendezvous payloads copied by memcpy and then checksummed (pml_dr2_copy "
+                     "Rendezvous payloads checksummed and then copied by memcpy (pml_dr2_copy "
                      "separate, or auto where that measured cheaper), not in one fused pass",
                      &c->copy_separate);
     register_counter("copy_probes",

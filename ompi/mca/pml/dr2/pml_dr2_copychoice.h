@@ -2,12 +2,12 @@
  * ompi-resilience: pml/dr2 -- how a sender copies a fragment's payload and checksums it
  * (pure logic, no MPI: unit tests reach it directly).
  *
- * FUSED copies and checksums in one pass: the data is read once. SEPARATE copies with
- * memcpy, then checksums the copy, which is then in L1. Which is cheaper depends on where
- * the receiver runs, not on the data: on an AMD EPYC (Zen 5) VM, with the two ranks' cores
- * sharing a cache (a cache line's round trip 80 ns), FUSED sends 1 MiB over btl/sm in 25 us
- * and SEPARATE in 36; on cores further apart (round trip 360 ns), FUSED takes 160 us and
- * SEPARATE 53 -- the vector stores into the shared-memory buffer the receiver has just
+ * FUSED copies and checksums in one pass: the data is read once. SEPARATE checksums the
+ * source, then copies it with memcpy. Which is cheaper depends on where the receiver runs,
+ * not on the data: on an AMD EPYC (Zen 5) VM, with the two ranks' cores sharing a cache (a
+ * cache line's round trip 80 ns), FUSED sends 1 MiB over btl/sm in 24-25 us and SEPARATE
+ * in 26-28; on cores further apart (round trip 360 ns), FUSED takes 150-160 us and
+ * SEPARATE 48-49 -- the vector stores into the shared-memory buffer the receiver has just
  * read stall, where memcpy's string moves do not. The place of a process can change (the
  * VM above moved between both), so the choice is measured, per peer, again and again:
  *
@@ -28,7 +28,7 @@
 
 typedef enum {
     PML_DR2_COPY_FUSED = 0,    /* one pass: pml_dr2_crc32c_copy */
-    PML_DR2_COPY_SEPARATE = 1, /* memcpy, then pml_dr2_crc32c over the copy */
+    PML_DR2_COPY_SEPARATE = 1, /* pml_dr2_crc32c over the source, then memcpy */
     PML_DR2_COPY_AUTO = 2      /* measured: the pml_dr2_copy parameter's default */
 } pml_dr2_copy_way_t;
 

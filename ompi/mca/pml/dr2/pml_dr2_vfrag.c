@@ -157,9 +157,17 @@ static inline uint32_t copy_payload_way(pml_dr2_copy_way_t way, unsigned char *d
                                         const unsigned char *src, uint32_t len)
 {
     if (PML_DR2_COPY_SEPARATE == way) {
+        /* The checksum of the source first (the caller's buffer, in this core's cache),
+         * then one memcpy of the whole payload: memcpy's string moves write into the
+         * BTL's buffer without the stalls of vector stores, but only in one long run
+         * (cut into 4 KiB pieces they stall too), and checksumming the copy after it
+         * reads lines the string moves did not leave in L1 (1 MiB: 48-49 us against
+         * 52-54 on cores sharing no cache, 26-28 against 36-38 on cores sharing one). */
+        uint32_t crc = pml_dr2_crc32c(PML_DR2_CRC32C_INIT, src, len);
+
         mca_pml_dr2.counters.copy_separate++;
         memcpy(dst, src, len);
-        return pml_dr2_crc32c(PML_DR2_CRC32C_INIT, dst, len); /* the copy, hot in L1 */
+        return crc;
     }
     return pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, dst, src, len);
 }
