@@ -325,6 +325,16 @@ FAULTS5=(--mca pml_dr2_inject_drop 0.05 --mca pml_dr2_inject_corrupt 0.01 --mca 
 for np in 2 3 4; do mpi dr2/p2p "$np" pass test/mpi/dr2_p2p "${DR2[@]}"; done
 mpi dr2/p2p-tcp 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 mpi dr2/p2p-faults5 3 pass test/mpi/dr2_p2p "${DR2[@]}" "${FAULTS5[@]}"
+# the eager limit follows the BTL (pml_dr2_eager_limit 0): at least 16 KiB, 64 KiB on tcp;
+# a send is eager if it completes before the receiver has matched it (dr2_eager)
+mpi dr2/eager-limit-sm-16k 2 pass test/mpi/dr2_eager "${DR2[@]}" -- 16384 eager
+mpi dr2/eager-limit-sm-32k 2 pass test/mpi/dr2_eager "${DR2[@]}" -- 32768 rendezvous
+mpi dr2/eager-limit-tcp-64k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 65536 eager
+mpi dr2/eager-limit-tcp-128k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 131072 rendezvous
+mpi dr2/eager-limit-set-sm-64k 2 pass test/mpi/dr2_eager "${DR2[@]}" --mca pml_dr2_eager_limit 65536 \
+    -- 65536 eager
+mpi dr2/eager-limit-set-tcp-8k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" --mca pml_dr2_eager_limit 8192 \
+    -- 16384 rendezvous
 mpi dr2/p2p-checksum-none 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_checksum none
 # every CRC32C implementation gives the same wire checksum (auto may be vpclmul here)
 mpi dr2/p2p-crc32c-sse42 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_crc32c_impl sse42

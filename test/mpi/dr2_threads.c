@@ -33,8 +33,8 @@ static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
         }                                                      \
     } while (0)
 
-/* Sizes: eager (pml_dr2_eager_limit is 16 KiB by default, ob1's sm is 4 KiB) and
- * rendezvous, with several fragments (pml_dr2_frag_size is 64 KiB). */
+/* Sizes: eager (pml_dr2_eager_limit is 16 KiB by default on sm, 64 KiB on tcp; ob1's sm
+ * is 4 KiB) and rendezvous, with several fragments (32 KiB on sm, 128 KiB on tcp). */
 static const size_t sizes[] = {0, 1, 100, 4000, 16384, 16385, 70000, 300000, 1 << 20};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 

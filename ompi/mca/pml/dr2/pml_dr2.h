@@ -50,6 +50,10 @@ BEGIN_C_DECLS
  * messages up to this size from any peer and buffers them when they are unexpected. */
 #define MCA_PML_DR2_EAGER_LIMIT_MAX (1024 * 1024)
 
+/* pml_dr2_eager_limit 0 takes the BTL's eager limit, but never less than this: on btl/sm
+ * (4 KiB) a 16 KiB limit measured faster for 4-16 KiB messages than a rendezvous. */
+#define MCA_PML_DR2_EAGER_LIMIT_FLOOR (16 * 1024)
+
 /* While timers are armed and none waits to be armed, progress reads the clock on one call
  * in this many (a power of two). A waiting process calls progress every few hundred
  * nanoseconds: 32 calls are microseconds, nothing next to a timer's milliseconds, and the

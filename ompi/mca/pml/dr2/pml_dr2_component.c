@@ -118,18 +118,20 @@ static int dr2_register(void)
         "list is ob1, ucx, cm): select it with --mca pml dr2. The default, 10, is below ob1 (20)",
         MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, &m->priority);
 
-    m->frag_size = 65536;
+    m->frag_size = 131072;
     reg("frag_size",
         "Largest payload of one fragment in bytes (also capped by the BTL's largest send); "
         "up to 64 fragments form a vfrag, the unit of acknowledgement and retransmission. "
         "Between 64 bytes and 16 MiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->frag_size);
 
-    m->eager_limit = 16384;
+    m->eager_limit = 0;
     reg("eager_limit",
         "Messages of at most this many bytes are sent eagerly: copied, the send completes at "
         "once, the copy is kept until acknowledged. Larger and synchronous sends use a "
-        "rendezvous (the data moves once the receiver has matched). At most 1 MiB",
+        "rendezvous (the data moves once the receiver has matched). 0 (the default): per "
+        "peer, the larger of 16 KiB and the eager limit of the BTL that reaches it (4 KiB on "
+        "sm, 64 KiB on tcp: a rendezvous costs a round trip, long on tcp). At most 1 MiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->eager_limit);
 
     m->checksum = MCA_PML_DR2_CHECKSUM_CRC32C;
@@ -414,7 +416,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     memset(&m->counters, 0, sizeof(m->counters));
     mca_pml_dr2_inject_seed(m->inject_seed, OMPI_PROC_MY_NAME->vpid);
     initialized = true;
-    DR2_VERBOSE(1, "pml:dr2: selected; frag_size %zu, eager_limit %zu, checksum %s (%s)",
+    DR2_VERBOSE(1, "pml:dr2: selected; frag_size %zu, eager_limit %zu (0: per BTL), checksum %s (%s)",
                 m->frag_size, m->eager_limit,
                 MCA_PML_DR2_CHECKSUM_CRC32C == m->checksum ? "crc32c" : "none",
                 pml_dr2_crc32c_impl_name(pml_dr2_crc32c_selected()));

@@ -222,6 +222,19 @@ uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer)
     return payload > 0 ? (uint32_t) payload : 1;
 }
 
+size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer)
+{
+    size_t limit = mca_pml_dr2.eager_limit;
+
+    if (0 == limit) {
+        limit = peer_btl(peer)->btl->btl_eager_limit;
+        if (limit < MCA_PML_DR2_EAGER_LIMIT_FLOOR) {
+            limit = MCA_PML_DR2_EAGER_LIMIT_FLOOR;
+        }
+    }
+    return limit < MCA_PML_DR2_EAGER_LIMIT_MAX ? limit : MCA_PML_DR2_EAGER_LIMIT_MAX;
+}
+
 /* The BTL is done with one of our descriptors (sent, failed or never taken). */
 static inline void send_descriptor_done(mca_pml_dr2_peer_t *peer)
 {

@@ -260,6 +260,10 @@ int mca_pml_dr2_watchdog_check(uint64_t now_us);
 /* Largest fragment payload towards this peer. */
 uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer);
 
+/* Largest message sent eagerly to this peer: pml_dr2_eager_limit, or when that is 0, the
+ * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the eager limit of the peer's BTL. */
+size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer);
+
 /* Release everything the peer holds (finalize, del_procs). */
 void mca_pml_dr2_peer_release(mca_pml_dr2_peer_t *peer);
 

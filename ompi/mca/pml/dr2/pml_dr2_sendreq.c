@@ -137,6 +137,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
     void *copy = NULL;
     mca_pml_dr2_own_t own = MCA_PML_DR2_OWN_NONE;
     bool complete_now = false;
+    size_t eager_limit;
 
     MCA_PML_BASE_SEND_START(&sendreq->req_send);
     len = sendreq->req_send.req_bytes_packed;
@@ -161,6 +162,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
         return OMPI_SUCCESS;
     }
     sendreq->peer = peer;
+    eager_limit = mca_pml_dr2_peer_eager_limit(peer);
 
     if (MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode && len > 0) {
         /* buffered: the copy goes to the user's attached buffer, whatever the size */
@@ -171,7 +173,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
         own = MCA_PML_DR2_OWN_BSEND;
         complete_now = true;
     } else if (MCA_PML_BASE_SEND_SYNCHRONOUS != sendreq->req_send.req_send_mode
-               && len <= mca_pml_dr2.eager_limit) {
+               && len <= eager_limit) {
         complete_now = true;
         if (len > 0 && len > MCA_PML_DR2_INLINE_MAX) {
             copy = malloc(len);
@@ -221,7 +223,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
     }
     /* Large messages, synchronous ones of any size, and buffered ones above the eager
      * limit go by rendezvous: nothing but the envelope until the receiver matched. */
-    msg->rndv = len > mca_pml_dr2.eager_limit
+    msg->rndv = len > eager_limit
                 || MCA_PML_BASE_SEND_SYNCHRONOUS == sendreq->req_send.req_send_mode;
     if (!complete_now) {
         msg->req = sendreq;
@@ -351,7 +353,9 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
         return OMPI_ERR_NOT_AVAILABLE;
     }
     len = datatype->super.size * count;
-    if (len > MCA_PML_DR2_INLINE_MAX || len > mca_pml_dr2.eager_limit
+    /* pml_dr2_eager_limit 0 (per BTL) is at least 16 KiB: above MCA_PML_DR2_INLINE_MAX */
+    if (len > MCA_PML_DR2_INLINE_MAX
+        || (0 != mca_pml_dr2.eager_limit && len > mca_pml_dr2.eager_limit)
         || ompi_comm_is_revoked(comm) || ompi_comm_coll_revoked(comm)) {
         return OMPI_ERR_NOT_AVAILABLE;
     }
