@@ -102,6 +102,8 @@ bench_require_ompi
     || die "no mca_pml_dr2.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
 bench_require_gnuplot
 mkdir -p "$OUT" "$RAW"
+# absolute: NetPIPE runs elsewhere and writes its own output file under RAW
+OUT=$(cd "$OUT" && pwd) RAW=$(cd "$RAW" && pwd)
 
 # ---- NetPIPE ---------------------------------------------------------------------------
 netpipe_note=""

@@ -155,11 +155,11 @@ static int dr2_register(void)
     reg_enum("copy",
              "How a sender copies the payload of a rendezvous fragment into the BTL's buffer with "
              "pml_dr2_checksum crc32c: fused (copy and checksum in one pass), separate (the "
-             "checksum of the source, then memcpy), auto (per peer, time both on a few fragments, use "
-             "the cheaper, time them again every 4096 fragments). Fused is faster when the two "
-             "processes share a cache, separate when they do not (fused stalls writing into the "
-             "buffer the receiver has just read). Only fragments of 4 KiB and more are timed; "
-             "smaller payloads are always fused",
+             "checksum of the source, then memcpy), auto (per peer, time both on a few "
+             "fragments, use the cheaper, time them again every 4096 fragments). Fused is "
+             "faster when the two processes share a cache, separate when they do not (fused "
+             "stalls writing into the buffer the receiver has just read). Only fragments of "
+             "4 KiB and more are timed; smaller payloads are always fused",
              copy_way_values, OPAL_INFO_LVL_6, &m->copy_way);
 
     m->ack_timeout_us = 10000;
@@ -416,7 +416,8 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     memset(&m->counters, 0, sizeof(m->counters));
     mca_pml_dr2_inject_seed(m->inject_seed, OMPI_PROC_MY_NAME->vpid);
     initialized = true;
-    DR2_VERBOSE(1, "pml:dr2: selected; frag_size %zu, eager_limit %zu (0: per BTL), checksum %s (%s)",
+    DR2_VERBOSE(1,
+                "pml:dr2: selected; frag_size %zu, eager_limit %zu (0: per BTL), checksum %s (%s)",
                 m->frag_size, m->eager_limit,
                 MCA_PML_DR2_CHECKSUM_CRC32C == m->checksum ? "crc32c" : "none",
                 pml_dr2_crc32c_impl_name(pml_dr2_crc32c_selected()));
