@@ -15,6 +15,10 @@
 #include "pml_dr2_sendreq.h"
 #include "pml_dr2_vfrag.h"
 
+/* An EAGER segment is built whole in a stack buffer (txmsg_send_eager_now). */
+_Static_assert(PML_DR2_HDR_EAGER_LEN + MCA_PML_DR2_EAGER_HDR_MAX <= MCA_PML_DR2_SMALL_SEGMENT_MAX,
+               "an EAGER header and its largest payload must fit a small segment");
+
 static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
 {
     msg->peer = NULL;
