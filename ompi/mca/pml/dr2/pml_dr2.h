@@ -157,6 +157,7 @@ typedef struct mca_pml_dr2_t {
     /* MPI_Recv's request, kept between calls without MPI_THREAD_MULTIPLE (mca_pml_dr2_recv) */
     struct mca_pml_dr2_recv_request_t *recv_kept;
     opal_free_list_t txmsgs;  /* mca_pml_dr2_txmsg_t */
+    opal_free_list_t copy_buffers; /* mca_pml_dr2_copy_buffer_t: eager copies over 1 KiB */
     opal_free_list_t vfrags;  /* mca_pml_dr2_vfrag_t */
     opal_free_list_t rxmsgs;  /* mca_pml_dr2_rxmsg_t */
     uint64_t rng_state;       /* fault injection */

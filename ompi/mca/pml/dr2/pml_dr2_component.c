@@ -393,6 +393,10 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     opal_free_list_init(&m->txmsgs, sizeof(mca_pml_dr2_txmsg_t), opal_cache_line_size,
                         OBJ_CLASS(mca_pml_dr2_txmsg_t), 0, opal_cache_line_size, 16,
                         m->free_list_max, 64, NULL, 0, NULL, NULL, NULL);
+    OBJ_CONSTRUCT(&m->copy_buffers, opal_free_list_t);
+    opal_free_list_init(&m->copy_buffers, sizeof(mca_pml_dr2_copy_buffer_t), opal_cache_line_size,
+                        OBJ_CLASS(opal_free_list_item_t), 0, opal_cache_line_size, 0,
+                        m->free_list_max, 16, NULL, 0, NULL, NULL, NULL);
     OBJ_CONSTRUCT(&m->vfrags, opal_free_list_t);
     opal_free_list_init(&m->vfrags, sizeof(mca_pml_dr2_vfrag_t), opal_cache_line_size,
                         OBJ_CLASS(mca_pml_dr2_vfrag_t), 0, opal_cache_line_size, 64,
@@ -436,6 +440,7 @@ static int dr2_fini(void)
     m->recv_kept = NULL; /* its memory belongs to the list */
     OBJ_DESTRUCT(&m->recv_requests);
     OBJ_DESTRUCT(&m->txmsgs);
+    OBJ_DESTRUCT(&m->copy_buffers);
     OBJ_DESTRUCT(&m->vfrags);
     OBJ_DESTRUCT(&m->rxmsgs);
     OBJ_DESTRUCT(&m->peer_by_endpoint);

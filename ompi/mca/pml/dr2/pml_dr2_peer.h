@@ -219,8 +219,8 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
 
 /* The largest segment sent from a buffer of the caller's (mca_pml_dr2_peer_send_small, and
  * the immediate sends of mca_pml_dr2_peer_send_segment): one small eager message with its
- * header and a few piggybacked ACKs (MCA_PML_DR2_EAGER_HDR_MAX). On the stack: 4 KiB. */
-#define MCA_PML_DR2_SMALL_SEGMENT_MAX 4096
+ * header and a few piggybacked ACKs (MCA_PML_DR2_EAGER_HDR_MAX). On the stack: 8 KiB. */
+#define MCA_PML_DR2_SMALL_SEGMENT_MAX 8192
 
 /* Send a segment of at most MCA_PML_DR2_SMALL_SEGMENT_MAX bytes already built in `buf`
  * (fault injection may change it), which may overtake segments sent earlier (see

@@ -176,11 +176,10 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
                && len <= eager_limit) {
         complete_now = true;
         if (len > 0 && len > MCA_PML_DR2_INLINE_MAX) {
-            copy = malloc(len);
+            copy = mca_pml_dr2_copy_alloc(len, &own);
             if (NULL == copy) {
                 return OMPI_ERR_OUT_OF_RESOURCE;
             }
-            own = MCA_PML_DR2_OWN_MALLOC;
         }
     }
 
@@ -197,11 +196,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
 
     msg = mca_pml_dr2_txmsg_alloc();
     if (NULL == msg) {
-        if (MCA_PML_DR2_OWN_MALLOC == own) {
-            free(copy);
-        } else if (MCA_PML_DR2_OWN_BSEND == own) {
-            mca_pml_base_bsend_request_free(copy);
-        }
+        mca_pml_dr2_copy_release(own, copy);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     txmsg_set_envelope(msg, peer, comm, dcomm, base->req_peer, base->req_tag, len);
@@ -353,8 +348,8 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
         return OMPI_ERR_NOT_AVAILABLE;
     }
     len = datatype->super.size * count;
-    /* pml_dr2_eager_limit 0 (per BTL) is at least 16 KiB: above MCA_PML_DR2_INLINE_MAX */
-    if (len > MCA_PML_DR2_INLINE_MAX
+    /* pml_dr2_eager_limit 0 (per BTL) is at least 16 KiB: above MCA_PML_DR2_COPY_BUFFER_SIZE */
+    if (len > MCA_PML_DR2_COPY_BUFFER_SIZE
         || (0 != mca_pml_dr2.eager_limit && len > mca_pml_dr2.eager_limit)
         || ompi_comm_is_revoked(comm) || ompi_comm_coll_revoked(comm)) {
         return OMPI_ERR_NOT_AVAILABLE;
@@ -373,6 +368,15 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     if (NULL == (msg = mca_pml_dr2_txmsg_alloc())) {
         mca_pml_dr2_leave();
         return OMPI_ERR_NOT_AVAILABLE;
+    }
+    if (len > MCA_PML_DR2_INLINE_MAX) {
+        /* the copy's buffer before anything is sent: a message never lacks its copy */
+        msg->owned = mca_pml_dr2_copy_buffer_get();
+        if (NULL == msg->owned) {
+            mca_pml_dr2_txmsg_free(msg);
+            mca_pml_dr2_leave();
+            return OMPI_ERR_NOT_AVAILABLE;
+        }
     }
     txmsg_set_envelope(msg, peer, comm, dcomm, dst, tag, len);
     if (len > 0) {

@@ -4,6 +4,7 @@
 #include "ompi_config.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ompi/mca/pml/base/pml_base_bsend.h"
@@ -50,9 +51,46 @@ mca_pml_dr2_txmsg_t *mca_pml_dr2_txmsg_alloc(void)
     return msg;
 }
 
+void *mca_pml_dr2_copy_buffer_get(void)
+{
+    opal_free_list_item_t *item = opal_free_list_get_st(&mca_pml_dr2.copy_buffers);
+
+    return NULL != item ? ((mca_pml_dr2_copy_buffer_t *) item)->data : NULL;
+}
+
+void *mca_pml_dr2_copy_alloc(size_t len, mca_pml_dr2_own_t *own)
+{
+    void *copy = len <= MCA_PML_DR2_COPY_BUFFER_SIZE ? mca_pml_dr2_copy_buffer_get() : NULL;
+
+    if (NULL != copy) {
+        *own = MCA_PML_DR2_OWN_POOL;
+        return copy;
+    }
+    *own = MCA_PML_DR2_OWN_MALLOC;
+    return malloc(len);
+}
+
+void mca_pml_dr2_copy_release(mca_pml_dr2_own_t own, void *copy)
+{
+    if (MCA_PML_DR2_OWN_MALLOC == own) {
+        free(copy);
+    } else if (MCA_PML_DR2_OWN_POOL == own) {
+        opal_free_list_return_st(&mca_pml_dr2.copy_buffers,
+                                 (opal_free_list_item_t *) ((unsigned char *) copy
+                                     - offsetof(mca_pml_dr2_copy_buffer_t, data)));
+    } else if (MCA_PML_DR2_OWN_BSEND == own) {
+        mca_pml_base_bsend_request_free(copy);
+    }
+}
+
 static inline void txmsg_free(mca_pml_dr2_txmsg_t *msg)
 {
     opal_free_list_return_st(&mca_pml_dr2.txmsgs, &msg->super);
+}
+
+void mca_pml_dr2_txmsg_free(mca_pml_dr2_txmsg_t *msg)
+{
+    txmsg_free(msg);
 }
 
 static inline void vfrag_free(mca_pml_dr2_vfrag_t *v)
@@ -475,11 +513,7 @@ static void txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
         }
         msg->in_list = false;
     }
-    if (MCA_PML_DR2_OWN_MALLOC == msg->own) {
-        free(msg->owned);
-    } else if (MCA_PML_DR2_OWN_BSEND == msg->own) {
-        mca_pml_base_bsend_request_free(msg->owned);
-    }
+    mca_pml_dr2_copy_release(msg->own, msg->owned);
     msg->owned = NULL;
     if (NULL != msg->req) {
         mca_pml_dr2_send_request_t *req = msg->req;
@@ -574,12 +608,20 @@ static inline void txmsg_copy_inline(mca_pml_dr2_txmsg_t *msg, const void *data)
     msg->own = MCA_PML_DR2_OWN_INLINE;
 }
 
-/* A borrowed payload (MCA_PML_DR2_OWN_BORROWED) becomes the message's own copy. */
+/* A borrowed payload (MCA_PML_DR2_OWN_BORROWED) becomes the message's own copy: in the
+ * copy buffer taken before it was sent, if it has one (`owned`), else in inline_data. */
 static inline void txmsg_keep_copy(mca_pml_dr2_txmsg_t *msg)
 {
-    if (MCA_PML_DR2_OWN_BORROWED == msg->own) {
-        txmsg_copy_inline(msg, msg->contig);
+    if (MCA_PML_DR2_OWN_BORROWED != msg->own) {
+        return;
     }
+    if (NULL != msg->owned) {
+        memcpy(msg->owned, msg->contig, msg->msg_len);
+        msg->contig = msg->owned;
+        msg->own = MCA_PML_DR2_OWN_POOL;
+        return;
+    }
+    txmsg_copy_inline(msg, msg->contig);
 }
 
 /* The message is all in one vfrag, `id`, about to be in flight: only its ACK is awaited. */

@@ -36,27 +36,42 @@ typedef enum {
     MCA_PML_DR2_OWN_MALLOC,   /* a copy in malloc()ed memory */
     MCA_PML_DR2_OWN_BSEND,    /* a copy in the MPI_Buffer_attach buffer */
     MCA_PML_DR2_OWN_INLINE,   /* a copy in the message's own inline_data */
+    MCA_PML_DR2_OWN_POOL,     /* a copy in one of mca_pml_dr2.copy_buffers */
     MCA_PML_DR2_OWN_BORROWED, /* the caller's contiguous buffer, only until
-                               * mca_pml_dr2_txmsg_start returns: copied into inline_data
-                               * there, after the first transmission if that goes at once
-                               * (the copy is then off the latency path) */
+                               * mca_pml_dr2_txmsg_start returns: copied into inline_data, or
+                               * into the copy buffer `owned` if there is one, there, after
+                               * the first transmission if that goes at once (the copy is
+                               * then off the latency path) */
 } mca_pml_dr2_own_t;
 
 /* Eager messages up to this size keep their copy inside the message object (which comes
- * from a free list): no allocation on the small-message path. 4 KiB, btl/sm's eager limit:
- * a malloc and free per message cost 1-4 KiB messages 10-13 % of their time on sm (2 KiB
- * 0.33 against 0.39 us, 4 KiB 0.42 against 0.47 where the cores share a cache; with 1 KiB
- * here); a message object then takes about 4.2 KiB, held until its ACK. */
-#define MCA_PML_DR2_INLINE_MAX 4096
+ * from a free list): no allocation on the small-message path. 1 KiB: the sizes where
+ * latency, not bandwidth, dominates; a message object then takes about 1.2 KiB, held until
+ * its ACK (many outstanding small messages must not cost more). */
+#define MCA_PML_DR2_INLINE_MAX 1024
+
+/* Larger eager messages up to this size keep their copy in a buffer of this size from a
+ * free list of their own (mca_pml_dr2_copy_buffer_t), not malloc()ed: a malloc and free
+ * per message cost 1-4 KiB messages 10-13 % of their time on sm (2 KiB 0.33 against 0.39
+ * us, 4 KiB 0.42 against 0.47 where the cores share a cache). Beyond it, or if the list
+ * cannot grow, malloc. Like the message objects, the list keeps its peak size until
+ * MPI_Finalize. */
+#define MCA_PML_DR2_COPY_BUFFER_SIZE 8192
+
+typedef struct {
+    opal_free_list_item_t super;
+    unsigned char data[MCA_PML_DR2_COPY_BUFFER_SIZE];
+} mca_pml_dr2_copy_buffer_t;
 
 /* Messages up to this size that fit one fragment go as one EAGER header (pml_dr2_hdr.h):
  * the receiver checks header and payload in one pass before placing the payload with a
- * plain copy, which pays while the payload is small. 4000: with the 44-byte header and a
- * few ACKs it still fits btl/sm's 4 KiB immediate send. Measured on sm against the MATCH
- * path (1 KiB here before): 2 KiB 0.27 against 0.35 us where the cores share a cache,
- * 0.78 against 1.28 where they do not (ob1 copy-in/out 0.21 and 0.84). The segment is
- * built in a buffer of MCA_PML_DR2_SMALL_SEGMENT_MAX bytes. */
-#define MCA_PML_DR2_EAGER_HDR_MAX 4000
+ * plain copy, which pays while the payload is small. Measured on sm against the MATCH path
+ * (1 KiB here before): 2 KiB 0.27 against 0.35 us where the cores share a cache, 0.78
+ * against 1.28 where they do not (ob1 copy-in/out 0.21 and 0.84); 8 KiB 0.57 against
+ * 0.69, 1.70 against 1.87 (segments over the BTL's immediate-send limit, 4 KiB on sm, go
+ * through a descriptor). The segment is built in a stack buffer of
+ * MCA_PML_DR2_SMALL_SEGMENT_MAX bytes. */
+#define MCA_PML_DR2_EAGER_HDR_MAX 8000
 
 /* Messages up to this size go as TINY (pml_dr2_hdr.h) when their envelope fits one; the
  * wire allows PML_DR2_HDR_TINY_MAX_PAYLOAD. A TINY carries no ACK, so the ACKs owed to the
@@ -125,6 +140,21 @@ OBJ_CLASS_DECLARATION(mca_pml_dr2_vfrag_t);
 /* A message object, initialised, from the free list (lock held); NULL if out of memory.
  * It goes back to the list when its last vfrag is acknowledged or it is abandoned. */
 mca_pml_dr2_txmsg_t *mca_pml_dr2_txmsg_alloc(void);
+
+/* Back to the free list: a message that was never started, owning nothing. */
+void mca_pml_dr2_txmsg_free(mca_pml_dr2_txmsg_t *msg);
+
+/* One of mca_pml_dr2.copy_buffers (MCA_PML_DR2_COPY_BUFFER_SIZE bytes), NULL if the list
+ * cannot grow. Give it back with mca_pml_dr2_copy_release(MCA_PML_DR2_OWN_POOL). */
+void *mca_pml_dr2_copy_buffer_get(void);
+
+/* A buffer for a message's copy of `len` bytes: from mca_pml_dr2.copy_buffers when it
+ * fits one (*own MCA_PML_DR2_OWN_POOL), else malloc()ed (*own MCA_PML_DR2_OWN_MALLOC).
+ * NULL if out of memory. */
+void *mca_pml_dr2_copy_alloc(size_t len, mca_pml_dr2_own_t *own);
+
+/* Give back a message's copy as it was taken (`own`); nothing for NONE, INLINE, BORROWED. */
+void mca_pml_dr2_copy_release(mca_pml_dr2_own_t own, void *copy);
 
 /* Queue a message for transmission: creates its vfrags as the window allows and sends. */
 void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg);
