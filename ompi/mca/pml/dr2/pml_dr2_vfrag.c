@@ -83,14 +83,9 @@ void mca_pml_dr2_copy_release(mca_pml_dr2_own_t own, void *copy)
     }
 }
 
-static inline void txmsg_free(mca_pml_dr2_txmsg_t *msg)
-{
-    opal_free_list_return_st(&mca_pml_dr2.txmsgs, &msg->super);
-}
-
 void mca_pml_dr2_txmsg_free(mca_pml_dr2_txmsg_t *msg)
 {
-    txmsg_free(msg);
+    opal_free_list_return_st(&mca_pml_dr2.txmsgs, &msg->super);
 }
 
 static inline void vfrag_free(mca_pml_dr2_vfrag_t *v)
@@ -521,7 +516,7 @@ static void txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
         req->msg = NULL;
         mca_pml_dr2_send_request_complete(req, error);
     }
-    txmsg_free(msg);
+    mca_pml_dr2_txmsg_free(msg);
 }
 
 static void txmsg_maybe_done(mca_pml_dr2_txmsg_t *msg)
@@ -742,7 +737,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     v = vfrag_get();
     if (OPAL_UNLIKELY(NULL == msg || NULL == v)) {
         if (NULL != msg) {
-            txmsg_free(msg);
+            mca_pml_dr2_txmsg_free(msg);
         }
         if (NULL != v) {
             vfrag_free(v);

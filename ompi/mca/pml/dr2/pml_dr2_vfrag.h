@@ -67,8 +67,8 @@ typedef struct {
  * the receiver checks header and payload in one pass before placing the payload with a
  * plain copy, which pays while the payload is small. Measured on sm against the MATCH path
  * (1 KiB here before): 2 KiB 0.27 against 0.35 us where the cores share a cache, 0.78
- * against 1.28 where they do not (ob1 copy-in/out 0.21 and 0.84); 8 KiB 0.57 against
- * 0.69, 1.70 against 1.87 (segments over the BTL's immediate-send limit, 4 KiB on sm, go
+ * against 1.28 where they do not (ob1 copy-in/out 0.21 and 0.84); 8 KiB 0.58 against
+ * 0.68, 1.74 against 1.88 (segments over the BTL's immediate-send limit, 4 KiB on sm, go
  * through a descriptor). The segment is built in a stack buffer of
  * MCA_PML_DR2_SMALL_SEGMENT_MAX bytes. */
 #define MCA_PML_DR2_EAGER_HDR_MAX 8000
@@ -141,7 +141,7 @@ OBJ_CLASS_DECLARATION(mca_pml_dr2_vfrag_t);
  * It goes back to the list when its last vfrag is acknowledged or it is abandoned. */
 mca_pml_dr2_txmsg_t *mca_pml_dr2_txmsg_alloc(void);
 
-/* Back to the free list: a message that was never started, owning nothing. */
+/* Back to the free list: a message that is done, or was never started, owning nothing. */
 void mca_pml_dr2_txmsg_free(mca_pml_dr2_txmsg_t *msg);
 
 /* One of mca_pml_dr2.copy_buffers (MCA_PML_DR2_COPY_BUFFER_SIZE bytes), NULL if the list
