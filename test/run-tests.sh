@@ -246,8 +246,10 @@ ft() { ft_run ftr_kmeans "$@"; }
 ft_timeout_s=${OMPIRES_FT_TIMEOUT:-60}
 
 # Both keepers of some results die together: a clear message and the end of the job. The
-# four survivors leave only once they saw both replacements gone (ftrabit_rebuild.c:
-# prterun can hang when the original job ends while the replacements' job is being ended).
+# survivors leave only once they saw both replacements gone (ftrabit_rebuild.c: prterun can
+# hang when the original job ends while the replacements' job is being ended). At least one
+# survivor must say so: the first survivor to exit non-zero makes prterun end the others,
+# which may not have printed their line yet (1 run in about 6 here lost one of the four).
 lost_results_end_the_job() {
     local log=$logs/ft-lost-results.log rc timed_out
     run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
@@ -255,7 +257,7 @@ lost_results_end_the_job() {
         -np 6 "$build/examples/ftr_kmeans" --kill 2:8 --kill 3:8
     [ $timed_out = 0 ] && [ $rc -ne 0 ] \
         && grep -q "recovery is not possible: results needed by a recovering rank" "$log" \
-        && [ "$(grep -o "2 of 2 replacement(s) seen gone" "$log" | wc -l)" = 4 ]
+        && [ "$(grep -o "2 of 2 replacement(s) seen gone" "$log" | wc -l)" -ge 1 ]
 }
 
 # A replacement that never joins: the survivors' watchdog must end the job with a message.
