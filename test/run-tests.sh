@@ -327,6 +327,10 @@ FAULTS5=(--mca pml_dr2_inject_drop 0.05 --mca pml_dr2_inject_corrupt 0.01 --mca 
 for np in 2 3 4; do mpi dr2/p2p "$np" pass test/mpi/dr2_p2p "${DR2[@]}"; done
 mpi dr2/p2p-tcp 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 mpi dr2/p2p-faults5 3 pass test/mpi/dr2_p2p "${DR2[@]}" "${FAULTS5[@]}"
+# a RNDV carries the rest that whole fragments leave, if it fits the BTL's eager send
+DR2_RNDV=(--mca pml dr2 --mca pml_dr2_frag_size 8192 --mca btl_sm_eager_limit 4096)
+mpi dr2/rndv-data 2 pass test/mpi/dr2_rndv "${DR2_RNDV[@]}"
+mpi dr2/rndv-data-faults5 2 pass test/mpi/dr2_rndv "${DR2_RNDV[@]}" "${FAULTS5[@]}"
 # the eager limit follows the BTL (pml_dr2_eager_limit 0): at least 16 KiB, 64 KiB on tcp;
 # a send is eager if it completes before the receiver has matched it (dr2_eager)
 mpi dr2/eager-limit-sm-16k 2 pass test/mpi/dr2_eager "${DR2[@]}" -- 16384 eager

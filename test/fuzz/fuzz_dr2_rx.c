@@ -33,6 +33,8 @@ typedef struct {
     pml_dr2_rx_msg_view_t v;
     unsigned char *buf; /* eager: msg_len bytes; rendezvous: cap bytes once matched */
     uint64_t cap;
+    unsigned char *rndv_data; /* rendezvous: what its RNDV carried, until matched */
+    uint32_t rndv_len;
 } model_msg_t;
 
 typedef struct {
@@ -97,7 +99,28 @@ static model_rec_t *find_rec(uint32_t id)
 static void release_msg(model_msg_t *m)
 {
     free(m->buf);
+    free(m->rndv_data);
     memset(m, 0, sizeof(*m));
+}
+
+/* mca_pml_dr2_rxmsg_place_rndv_data: at the match, what the RNDV carried (the message's
+ * last bytes) goes into the receive, as far as it holds them, and counts as received. */
+static void place_rndv_data(model_msg_t *m)
+{
+    uint64_t offset;
+
+    if (NULL == m->rndv_data) {
+        return;
+    }
+    FUZZ_CHECK(m->rndv_len <= m->v.msg_len && 0 == m->v.bytes_received);
+    offset = m->v.msg_len - m->rndv_len;
+    if (offset < m->cap) {
+        uint64_t fit = m->cap - offset < m->rndv_len ? m->cap - offset : m->rndv_len;
+        memcpy(m->buf + offset, m->rndv_data, fit);
+    }
+    m->v.bytes_received += m->rndv_len;
+    free(m->rndv_data);
+    m->rndv_data = NULL;
 }
 
 /* mca_pml_dr2_rxmsg_try_complete: a matched message with all its bytes is done. */
@@ -325,7 +348,19 @@ static void handle_data(const pml_dr2_hdr_t *hdr, const unsigned char *payload)
         m->v.tag = hdr->match.tag;
         m->v.rndv = (uint8_t) rndv;
         if (rndv) {
-            FUZZ_CHECK(0 == hdr->frag_len && 1 == d.nfrags);
+            FUZZ_CHECK(1 == d.nfrags && hdr->frag_len <= EAGER_LIMIT);
+            if (hdr->frag_len > 0) {
+                /* rxmsg_keep_rndv_data: checked while kept; corrupt, the message is
+                 * dropped and the RNDV NACKed */
+                if (pml_dr2_crc32c(PML_DR2_CRC32C_INIT, payload, hdr->frag_len) != hdr->data_crc) {
+                    memset(m, 0, sizeof(*m));
+                    check_ack(PML_DR2_HDR_NACK, d.vfrag, 1, 1, 0);
+                    return;
+                }
+                m->rndv_data = malloc(hdr->frag_len);
+                memcpy(m->rndv_data, payload, hdr->frag_len);
+                m->rndv_len = hdr->frag_len;
+            }
             (void) pml_dr2_window_check_and_mark(&S.win, d.vfrag); /* its vfrag is complete */
             completed(d.vfrag);
             try_complete(m);
@@ -463,6 +498,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (m->v.rndv) {
                     m->cap = m->v.msg_len < RNDV_CAPACITY ? m->v.msg_len : RNDV_CAPACITY;
                     m->buf = malloc(m->cap ? m->cap : 1);
+                    place_rndv_data(m);
                 }
                 try_complete(m);
             }
@@ -489,6 +525,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int i = 0; i < MAX_MSGS; i++) {
         free(S.msgs[i].buf);
+        free(S.msgs[i].rndv_data);
     }
     return 0;
 }

@@ -163,6 +163,8 @@ static void rx_start(uint32_t first_id)
     rx_len = 4;
 }
 
+static int rndv_with_data; /* a RNDV keeps its frag_len (else: none, one fragment) */
+
 /* A data header: type, vfrag (relative to first_id, < 128), msg (0xFF new, 0x80 the
  * current message), index, count, frag_len, vfrag base (in units of 64 fragments), msg_len */
 static void rx_data(int op, uint8_t type, uint8_t vfrag_rel, uint8_t msg_sel, uint8_t index,
@@ -179,7 +181,7 @@ static void rx_data(int op, uint8_t type, uint8_t vfrag_rel, uint8_t msg_sel, ui
     f.index = index;
     f.count = (uint8_t) (count - 1);
     f.tag = 5;
-    f.layout = PML_DR2_HDR_RNDV == type ? 8 : 0;
+    f.layout = PML_DR2_HDR_RNDV == type && !rndv_with_data ? 8 : 0;
     f.frag_len = frag_len;
     f.offset_raw = base;
     f.msg_len = msg_len;
@@ -246,6 +248,19 @@ static void rx_seeds(void)
         rx_data(FUZZ_RX_OP_DATA, PML_DR2_HDR_FRAG, 1, 0x80, i, 3, 1024, 0, 0, 0);
     }
     write_seed("rx", "rndv", rx, rx_len);
+
+    /* rendezvous whose RNDV carries the last 1000 of 3000 bytes: corrupt (NACKed, the
+     * message dropped), then intact; matched; then the 2 fragments before it */
+    rx_start(600);
+    rndv_with_data = 1;
+    rx_data(FUZZ_RX_OP_CORRUPT, PML_DR2_HDR_RNDV, 0, 0xFF, 0, 1, 1000, 0, 3000, 0);
+    rx_data(FUZZ_RX_OP_DATA, PML_DR2_HDR_RNDV, 0, 0xFF, 0, 1, 1000, 0, 3000, 0);
+    rndv_with_data = 0;
+    rx_match(0);
+    for (uint8_t i = 0; i < 2; i++) {
+        rx_data(FUZZ_RX_OP_DATA, PML_DR2_HDR_FRAG, 1, 0x80, i, 2, 1000, 0, 0, 0);
+    }
+    write_seed("rx", "rndv-data", rx, rx_len);
 
     /* ids wrapping around 2^32: single-fragment messages */
     rx_start(0xFFFFFFF0u);

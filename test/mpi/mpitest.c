@@ -160,8 +160,9 @@ int mt_finish(void)
 static const char *const mt_dr2_counter_names[] = {"pml_dr2_injected_drop",
                                                    "pml_dr2_injected_corrupt",
                                                    "pml_dr2_injected_dup", "pml_dr2_retransmits",
-                                                   "pml_dr2_local_timeouts"};
-#define MT_DR2_NCOUNTERS 5
+                                                   "pml_dr2_local_timeouts",
+                                                   "pml_dr2_frags_sent"};
+#define MT_DR2_NCOUNTERS 6
 static MPI_T_pvar_session mt_dr2_session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle mt_dr2_handles[MT_DR2_NCOUNTERS];
 static int mt_dr2_have_handle[MT_DR2_NCOUNTERS];
@@ -202,6 +203,11 @@ long mt_dr2_resent(void)
 long mt_dr2_local_timeouts(void)
 {
     return mt_dr2_counter(4);
+}
+
+long mt_dr2_frags_sent(void)
+{
+    return mt_dr2_counter(5);
 }
 
 void mt_dr2_counters_stop(void)

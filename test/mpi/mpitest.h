@@ -42,6 +42,7 @@ void mt_dr2_counters_start(void);
 long mt_dr2_injected(void);  /* segments dropped + corrupted + duplicated by injection */
 long mt_dr2_resent(void);    /* fragments retransmitted */
 long mt_dr2_local_timeouts(void); /* local-completion watchdog expiries */
+long mt_dr2_frags_sent(void); /* data fragments handed to the BTL, resends included */
 void mt_dr2_counters_stop(void);
 
 /* Deterministic pseudo-random numbers: the same on every rank for the same arguments. */

@@ -88,11 +88,14 @@ static void new_messages(void)
     h.match.msg_len = LIMIT + 1;
     pml_dr2_rx_classify(&w, &h, NULL, LIMIT, &d);
     CHECK(d.verdict == PML_DR2_RX_REJECT && d.reason == PML_DR2_RX_WHY_EAGER_TOO_LONG);
-    /* a rendezvous: any length, but no data and one fragment */
+    /* a rendezvous: any length, one fragment with at most an eager message's data */
     h = match_hdr(PML_DR2_HDR_RNDV, 10, 1, 0, UINT64_MAX);
     pml_dr2_rx_classify(&w, &h, NULL, LIMIT, &d);
     CHECK(d.verdict == PML_DR2_RX_NEW_MSG);
-    h.frag_len = 1;
+    h.frag_len = LIMIT;
+    pml_dr2_rx_classify(&w, &h, NULL, LIMIT, &d);
+    CHECK(d.verdict == PML_DR2_RX_NEW_MSG && d.len == LIMIT && d.offset == 0);
+    h.frag_len = LIMIT + 1;
     pml_dr2_rx_classify(&w, &h, NULL, LIMIT, &d);
     CHECK(d.verdict == PML_DR2_RX_REJECT && d.reason == PML_DR2_RX_WHY_RNDV_LAYOUT);
     h = match_hdr(PML_DR2_HDR_RNDV, 10, 2, 0, 100);

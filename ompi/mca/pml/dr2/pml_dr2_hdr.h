@@ -25,8 +25,10 @@
  * checked, destination range: it is not marked received, and the resend overwrites it.
  *
  * MATCH: first fragment of an eager message (the whole message when it fits one fragment).
- * RNDV:  rendezvous request, same layout; carries the first fragment of data (possibly
- *        none); the rest is sent after the receiver answers with an ACK flagged MATCHED.
+ * RNDV:  rendezvous request, same layout; carries the message's last frag_len bytes
+ *        (possibly none: dr2 sends what whole fragments leave over, if it fits the BTL's
+ *        eager send); the rest is sent after the receiver answers with an ACK flagged
+ *        MATCHED, as FRAGs from offset 0.
  *
  *   off size field       meaning
  *     8  u32  ctx        communicator context id

@@ -235,6 +235,18 @@ size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer)
     return limit < MCA_PML_DR2_EAGER_LIMIT_MAX ? limit : MCA_PML_DR2_EAGER_LIMIT_MAX;
 }
 
+size_t mca_pml_dr2_peer_rndv_data_max(mca_pml_dr2_peer_t *peer)
+{
+    size_t limit = peer_btl(peer)->btl->btl_eager_limit;
+
+    if (limit <= PML_DR2_HDR_MAX_LEN) {
+        return 0;
+    }
+    limit -= PML_DR2_HDR_MAX_LEN;
+    /* what a receiver accepts in a RNDV (pml_dr2_rx_classify) */
+    return limit < MCA_PML_DR2_EAGER_LIMIT_MAX ? limit : MCA_PML_DR2_EAGER_LIMIT_MAX;
+}
+
 /* The BTL is done with one of our descriptors (sent, failed or never taken). */
 static inline void send_descriptor_done(mca_pml_dr2_peer_t *peer)
 {

@@ -264,6 +264,10 @@ uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer);
  * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the eager limit of the peer's BTL. */
 size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer);
 
+/* Most data a RNDV to this peer carries: the eager limit of the peer's BTL less dr2's
+ * header (also capped by the fragment payload, by the caller). */
+size_t mca_pml_dr2_peer_rndv_data_max(mca_pml_dr2_peer_t *peer);
+
 /* Release everything the peer holds (finalize, del_procs). */
 void mca_pml_dr2_peer_release(mca_pml_dr2_peer_t *peer);
 

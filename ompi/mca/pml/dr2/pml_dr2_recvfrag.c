@@ -31,6 +31,9 @@ static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
     msg->in_hash = false;
     msg->bytes_received = 0;
     msg->rndv = false;
+    msg->rndv_data = NULL;
+    msg->rndv_len = 0;
+    msg->rndv_own = MCA_PML_DR2_OWN_NONE;
 }
 
 OBJ_CLASS_INSTANCE(mca_pml_dr2_rxmsg_t, opal_free_list_item_t, rxmsg_construct, NULL);
@@ -58,6 +61,14 @@ static inline void rxmsg_put(mca_pml_dr2_rxmsg_t *msg)
     }
 }
 
+static void rndv_data_release(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (NULL != msg->rndv_data) {
+        mca_pml_dr2_copy_release(msg->rndv_own, msg->rndv_data);
+        msg->rndv_data = NULL;
+    }
+}
+
 /* While the first fragment of a new message is being placed, its request must not
  * complete under our feet (the message would be freed while still in use). */
 static mca_pml_dr2_rxmsg_t *delivering = NULL;
@@ -70,6 +81,7 @@ void mca_pml_dr2_rxmsg_release(mca_pml_dr2_rxmsg_t *msg)
     }
     free(msg->buf);
     msg->buf = NULL;
+    rndv_data_release(msg);
     rxmsg_put(msg);
 }
 
@@ -113,6 +125,24 @@ void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
     msg->req = NULL;
     mca_pml_dr2_rxmsg_release(msg);
     complete_received(req, msg_len);
+}
+
+void mca_pml_dr2_rxmsg_place_rndv_data(mca_pml_dr2_rxmsg_t *msg)
+{
+    uint64_t offset = msg->msg_len - msg->rndv_len; /* the RNDV carries the end */
+
+    if (NULL == msg->rndv_data) {
+        return;
+    }
+    if (NULL != msg->buf) {
+        /* a non-contiguous receive's staging copy of the whole message */
+        memcpy(msg->buf + offset, msg->rndv_data, msg->rndv_len);
+    } else {
+        (void) mca_pml_dr2_recv_request_unpack(msg->req, offset, msg->rndv_data,
+                                               msg->rndv_len, false, 0); /* checked on arrival */
+    }
+    msg->bytes_received += msg->rndv_len;
+    rndv_data_release(msg);
 }
 
 /* ---- matching ---------------------------------------------------------------------------- */
@@ -345,6 +375,36 @@ static inline bool rxmsg_alive(const mca_pml_dr2_rxmsg_t *msg)
     return msg->refs > 1;
 }
 
+/* The data a new RNDV carries, checked while it is copied into a buffer of the message's
+ * own, where it waits for the receive that matches (even one posted already: it is
+ * matched only after the RNDV has been accepted, and the copy is of an eager message's
+ * size at most). Before anything else is done with the message: a corrupt one is NACKed
+ * (the sender resends the RNDV at once), and without memory it stays unacknowledged
+ * (resent on the sender's timer); either way the message is dropped here, unmatched. */
+static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
+                                 const pml_dr2_hdr_t *hdr, const unsigned char *payload)
+{
+    unsigned char *copy = mca_pml_dr2_copy_alloc(hdr->frag_len, &msg->rndv_own);
+
+    if (NULL == copy) {
+        mca_pml_dr2_rxmsg_release(msg);
+        return false;
+    }
+    if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum) {
+        memcpy(copy, payload, hdr->frag_len);
+    } else if (pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, copy, payload, hdr->frag_len)
+               != hdr->data_crc) {
+        mca_pml_dr2_copy_release(msg->rndv_own, copy);
+        mca_pml_dr2.counters.data_crc_errors++;
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_NACK, hdr->match.vfrag, 1, 0);
+        mca_pml_dr2_rxmsg_release(msg);
+        return false;
+    }
+    msg->rndv_data = copy;
+    msg->rndv_len = hdr->frag_len;
+    return true;
+}
+
 static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                          const unsigned char *payload)
 {
@@ -379,7 +439,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
         mca_pml_dr2.counters.malformed++;
         return;
     }
-    /* A new message (a size we buffer if eager, no data if rendezvous). */
+    /* A new message (a size we buffer if eager; if rendezvous, what its RNDV carries). */
     comm = ompi_comm_lookup(hdr->match.ctx);
     if (NULL != comm && NULL != comm->c_pml_comm && !rank_is_peer(comm, hdr->match.src, peer)) {
         mca_pml_dr2.counters.malformed++; /* the rank is not the process that sent it */
@@ -399,6 +459,9 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     msg->rndv = rndv;
     msg->msg_id = id;
     msg->msg_len = hdr->match.msg_len;
+    if (rndv && hdr->frag_len > 0 && !rxmsg_keep_rndv_data(peer, msg, hdr, payload)) {
+        return;
+    }
     if (!whole) {
         rxmsg_index(msg);
     }

@@ -5,8 +5,9 @@
  * A message being received is an mca_pml_dr2_rxmsg_t, created from its MATCH or RNDV
  * header and found again by (peer, msg id) for its FRAGs: nothing read off the wire is
  * ever used as a pointer. Until a receive matches it, an eager message's data is kept in
- * a buffer of its own; a rendezvous message has no data until the receiver matches it and
- * tells the sender to go ahead.
+ * a buffer of its own; of a rendezvous message only what its RNDV carried (the end of the
+ * message that whole fragments leave over, less than the BTL's eager limit), the rest
+ * comes once the receiver matched it and told the sender to go ahead.
  */
 #ifndef MCA_PML_DR2_RECVFRAG_H
 #define MCA_PML_DR2_RECVFRAG_H
@@ -14,6 +15,7 @@
 #include "pml_dr2.h"
 #include "pml_dr2_peer.h"
 #include "pml_dr2_rxcheck.h"
+#include "pml_dr2_vfrag.h"
 
 BEGIN_C_DECLS
 
@@ -35,10 +37,19 @@ typedef struct mca_pml_dr2_rxmsg_t {
     uint64_t msg_len;
     uint64_t bytes_received;
     unsigned char *buf; /* eager data while unexpected */
+    /* a rendezvous: the data its RNDV carried (the message's last rndv_len bytes),
+     * checked, kept from its arrival until a receive matches the message */
+    unsigned char *rndv_data;
+    uint32_t rndv_len;
+    mca_pml_dr2_own_t rndv_own;
     struct mca_pml_dr2_recv_request_t *req;
 } mca_pml_dr2_rxmsg_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_rxmsg_t);
+
+/* The data the RNDV of `msg` carried, into its receive (matched just now): then it is
+ * counted as received and its buffer given back. */
+void mca_pml_dr2_rxmsg_place_rndv_data(mca_pml_dr2_rxmsg_t *msg);
 
 /* A vfrag being received: its record (pml_dr2_rxcheck.h). */
 typedef pml_dr2_rx_vfrag_t mca_pml_dr2_rx_vfrag_t;

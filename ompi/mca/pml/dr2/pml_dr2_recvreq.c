@@ -179,7 +179,9 @@ void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
         msg->buf = malloc(msg->msg_len);
     }
     if (msg->rndv) {
+        /* the go-ahead first: the sender's next data crosses while we place the RNDV's */
         mca_pml_dr2_rxmsg_send_matched(msg);
+        mca_pml_dr2_rxmsg_place_rndv_data(msg);
     }
     mca_pml_dr2_rxmsg_try_complete(msg);
 }

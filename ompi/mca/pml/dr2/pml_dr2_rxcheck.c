@@ -50,9 +50,10 @@ static void classify_match(const pml_dr2_window_t *win, const pml_dr2_hdr_t *hdr
         d->room = msg->bytes_received < msg->msg_len ? msg->msg_len - msg->bytes_received : 0;
         return;
     }
-    /* A new message: a size we are willing to buffer (eager), or no data (rendezvous:
-     * the data comes after our go-ahead). */
-    if (rndv && (0 != hdr->frag_len || 1 != hdr->match.frag_count)) {
+    /* A new message: a size we are willing to buffer (eager), or a rendezvous, whose one
+     * fragment carries at most as much of the message (its end) as we would buffer of an
+     * eager one; the rest comes after our go-ahead. */
+    if (rndv && (1 != hdr->match.frag_count || hdr->frag_len > eager_limit)) {
         verdict(d, PML_DR2_RX_REJECT, PML_DR2_RX_WHY_RNDV_LAYOUT);
         return;
     }

@@ -65,7 +65,7 @@ typedef enum {
     PML_DR2_RX_WHY_FRAG_HELD,      /* DUPLICATE: this fragment of its vfrag is held */
     PML_DR2_RX_WHY_NO_MSG,         /* UNKNOWN_MSG */
     PML_DR2_RX_WHY_MSG_MISMATCH,   /* kind, length or tag differ from the message's */
-    PML_DR2_RX_WHY_RNDV_LAYOUT,    /* a new RNDV with data or several fragments */
+    PML_DR2_RX_WHY_RNDV_LAYOUT,    /* a new RNDV with several fragments or more than eager data */
     PML_DR2_RX_WHY_EAGER_TOO_LONG, /* a new eager message larger than we buffer */
     PML_DR2_RX_WHY_NOT_ASKED,      /* rendezvous data before our go-ahead */
     PML_DR2_RX_WHY_BAD_LAYOUT,     /* a FRAG in the place of a MATCH, or in a RNDV's vfrag */

@@ -99,6 +99,7 @@ typedef struct mca_pml_dr2_txmsg_t {
     bool has_id;
     uint64_t msg_len;
     uint64_t next_offset;   /* first byte not yet in a vfrag */
+    uint32_t rndv_tail;     /* a rendezvous: the last bytes, which its RNDV carries */
     uint32_t frag_len;      /* payload per fragment */
     uint32_t vfrags_live;   /* vfrags created and not yet acknowledged */
     /* the data */
