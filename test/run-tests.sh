@@ -327,6 +327,11 @@ FAULTS5=(--mca pml_dr2_inject_drop 0.05 --mca pml_dr2_inject_corrupt 0.01 --mca 
 for np in 2 3 4; do mpi dr2/p2p "$np" pass test/mpi/dr2_p2p "${DR2[@]}"; done
 mpi dr2/p2p-tcp 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 mpi dr2/p2p-faults5 3 pass test/mpi/dr2_p2p "${DR2[@]}" "${FAULTS5[@]}"
+# pml_dr2_send_depth: the sender waits while the BTL holds that many of its segments;
+# at 1 and 2 every fragment waits for the one before it to be taken, with and without loss
+mpi dr2/p2p-send-depth-1 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_send_depth 1
+mpi dr2/stress-faults5-send-depth-2 3 pass test/mpi/dr2_stress "${DR2[@]}" "${FAULTS5[@]}" \
+    --mca pml_dr2_send_depth 2 -- 10 expect-faults
 # a RNDV carries the rest that whole fragments leave, if it fits the BTL's eager send
 DR2_RNDV=(--mca pml dr2 --mca pml_dr2_frag_size 8192 --mca btl_sm_eager_limit 4096)
 mpi dr2/rndv-data 2 pass test/mpi/dr2_rndv "${DR2_RNDV[@]}"

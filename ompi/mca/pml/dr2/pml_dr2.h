@@ -119,6 +119,7 @@ typedef struct mca_pml_dr2_t {
     int retry_limit;          /* timer expiries per vfrag before the peer is failed; 0: never */
     unsigned local_timeout_us;/* local-completion watchdog (mca_pml_dr2_watchdog_check) */
     unsigned window;          /* vfrags in flight per peer (power of two <= 1024) */
+    unsigned send_depth;      /* descriptors a BTL may hold per peer before we wait; 0: any */
     int free_list_max;
     int priority;
     int verbose;

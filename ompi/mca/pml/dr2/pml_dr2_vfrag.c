@@ -887,6 +887,11 @@ void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer)
             uint8_t flags = 0;
             int rc;
 
+            if (0 != mca_pml_dr2.send_depth
+                && mca_pml_dr2_peer_inflight(peer) >= mca_pml_dr2.send_depth) {
+                mca_pml_dr2_peer_set_work(peer);
+                return; /* the BTL holds enough of ours: the rest goes from progress */
+            }
             if (v->sent & bit) {
                 flags |= PML_DR2_HDR_FLAG_RETRANSMIT;
             }
