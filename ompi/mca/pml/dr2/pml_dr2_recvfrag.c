@@ -382,9 +382,11 @@ static inline bool rxmsg_alive(const mca_pml_dr2_rxmsg_t *msg)
  * (the sender resends the RNDV at once), and without memory it stays unacknowledged
  * (resent on the sender's timer); either way the message is dropped here, unmatched. */
 static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
-                                 const pml_dr2_hdr_t *hdr, const unsigned char *payload)
+                                 const pml_dr2_rx_decision_t *d, const pml_dr2_hdr_t *hdr,
+                                 const unsigned char *payload)
 {
     unsigned char *copy = mca_pml_dr2_copy_alloc(hdr->frag_len, &msg->rndv_own);
+    pml_dr2_rx_outcome_t out;
 
     if (NULL == copy) {
         mca_pml_dr2_rxmsg_release(msg);
@@ -396,7 +398,8 @@ static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *
                != hdr->data_crc) {
         mca_pml_dr2_copy_release(msg->rndv_own, copy);
         mca_pml_dr2.counters.data_crc_errors++;
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_NACK, hdr->match.vfrag, 1, 0);
+        pml_dr2_rx_frag_corrupt(d, &out);
+        mca_pml_dr2_peer_queue_ack(peer, out.ack_type, d->vfrag, out.ack_mask, 0);
         mca_pml_dr2_rxmsg_release(msg);
         return false;
     }
@@ -459,7 +462,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     msg->rndv = rndv;
     msg->msg_id = id;
     msg->msg_len = hdr->match.msg_len;
-    if (rndv && hdr->frag_len > 0 && !rxmsg_keep_rndv_data(peer, msg, hdr, payload)) {
+    if (rndv && hdr->frag_len > 0 && !rxmsg_keep_rndv_data(peer, msg, &d, hdr, payload)) {
         return;
     }
     if (!whole) {
