@@ -37,6 +37,9 @@ configure_opts=(
     --with-hwloc=external --with-libevent=external --with-ofi
     --without-cuda --without-ucx
     --enable-debug=no
+    --disable-dependency-tracking
+    --disable-io-romio
+    --enable-mca-no-build=topo-treematch,btl-usnic,coll-monitoring,pml-monitoring,osc-monitoring,common-monitoring
 )
 build_deps=(build-essential dpkg-dev autoconf automake libtool pkg-config
             libhwloc-dev libevent-dev libfabric-dev)
