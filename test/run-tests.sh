@@ -443,8 +443,29 @@ ompi_info_lists_dr2() {
 }
 check install/ompi_info-lists-dr2 ompi_info_lists_dr2
 
+# `make install` puts a man page for every FTR_* function where man finds it, and each
+# renders without a warning (groff -ww: unknown macros, bad escapes, broken .so links).
+man_pages_installed() {
+    local mandir=$build/stage/share/man f page out
+    for f in ftrabit FTR_Init FTR_Finalize FTR_Allreduce FTR_Bcast FTR_Allreduce_bootstrap \
+             FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Version FTR_Comm_recover; do
+        page=$(man -M "$mandir" -w 3 "$f") || { echo "man 3 $f: not installed"; return 1; }
+        echo "$f: $page"
+        out=$(MANWIDTH=80 man --warnings=w -M "$mandir" 3 "$f" 2>&1 >/dev/null)
+        [ -z "$out" ] || { echo "man 3 $f warns: $out"; return 1; }
+        MANWIDTH=80 man -M "$mandir" 3 "$f" 2>/dev/null | grep -q "^SYNOPSIS" \
+            || { echo "man 3 $f: no SYNOPSIS"; return 1; }
+    done
+    # every function the header exports has its page
+    for f in $(grep -o 'FTR_[A-Za-z_]*(' "$build/stage/include/ftrabit.h" | tr -d '(' | sort -u); do
+        case "$f" in *_at) f=${f%_at} ;; esac
+        man -M "$mandir" -w 3 "$f" >/dev/null 2>&1 || { echo "no man page for $f"; return 1; }
+    done
+}
+
 echo "== installation and parameters"
 check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit
+check install/man-pages man_pages_installed
 check params/invalid-segment-size-refused invalid_segment_size_is_refused
 
 # Leave nothing behind: a leftover rank would slow every later run on this machine.
