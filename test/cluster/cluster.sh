@@ -485,6 +485,24 @@ cluster_kill_host() {
     cluster_kill_ns "$ns"
 }
 
+# cluster_kill_host_when FILE PATTERN HOST [SECONDS]: wait until a line of FILE (a job's
+# output, being written) matches PATTERN (grep -E), then kill HOST: a host lost at a chosen
+# point of a job, e.g. PATTERN "^timeline rank [0-9]+ done 7 " of ftr_kmeans --timeline.
+# Returns 1, killing nothing, if PATTERN did not show within SECONDS (default 60).
+cluster_kill_host_when() {
+    local file=$1 pattern=$2 host=$3 secs=${4:-60} t
+    cluster_host_index "$host" >/dev/null || return 2
+    for ((t = 0; t < secs * 10; t++)); do
+        if grep -aqE -- "$pattern" "$file" 2>/dev/null; then
+            cluster_kill_host "$host"
+            return
+        fi
+        sleep 0.1
+    done
+    cluster_say "'$pattern' did not appear in $file within $secs s: $host not killed"
+    return 1
+}
+
 # cluster_reap: kill whatever is left on any host (between two tests).
 cluster_reap() {
     local i rc=0
@@ -557,6 +575,7 @@ usage: cluster.sh COMMAND [ARGS]     (the cluster: \$OMPIRES_CLUSTER, set by up)
   dropped HOST [NET]     packets dropped by HOST's cuts
   link-down HOST NET     ip link set NET down on HOST;  link-up HOST NET: back up
   kill-host HOST         SIGKILL every process on HOST (its PRRTE daemon too)
+  kill-host-when FILE PATTERN HOST [S]  kill HOST once a line of FILE matches PATTERN
   reap                   kill every process left on any host
   reset                  reap, heal every cut, every link up: as after up
   pids HOST              processes on HOST
@@ -609,6 +628,7 @@ cluster_main() {
         link-down) cluster_link_down "$@" ;;
         link-up) cluster_link_up "$@" ;;
         kill-host) cluster_kill_host "$@" ;;
+        kill-host-when) cluster_kill_host_when "$@" ;;
         reap) cluster_reap ;;
         reset) cluster_reset ;;
         pids) cluster_pids "$@" ;;
