@@ -666,6 +666,22 @@ cluster_removed_on_every_exit() {
     done
 }
 
+# Wrong hosts, networks and counts are refused at once with a message naming them.
+cluster_bad_input_refused() {
+    local out
+    refused() { # EXPECTED-MESSAGE COMMAND...
+        local want=$1
+        shift
+        if out=$(timeout 20 "$CLUSTER_SELF" "$@" 2>&1); then echo "accepted: $*"; return 1; fi
+        echo "$* -> $out"
+        grep -q -- "$want" <<<"$out" || { echo "  expected: $want"; return 1; }
+    }
+    refused "N must be a number of hosts" up abc && refused "N must be a number of hosts" up 0 \
+        && refused "no host 'h9'" cut h9 neta && refused "unknown network 'netz'" cut h1 netz \
+        && refused "no host '10.91.3.9'" kill-host 10.91.3.9 && refused "SLOTS at least 1" hosts 0 \
+        && refused "unknown command" bogus
+}
+
 # The section's cluster taken down: no namespace, no state, no process, nothing in the root
 # namespace (nothing was ever made there).
 cluster_down_leaves_nothing() {
@@ -684,6 +700,7 @@ in_cluster check cluster/launcher-survives-data-cuts cluster_launcher_survives_d
 in_cluster check cluster/kill-host-leaves-nothing cluster_kill_host_leaves_nothing
 in_cluster check cluster/down-removes-only-its-own cluster_down_removes_only_its_own
 in_cluster check cluster/removed-on-every-exit cluster_removed_on_every_exit
+in_cluster check cluster/bad-input-refused cluster_bad_input_refused
 # ob1 and dr2 across 2 and 3 hosts (2 ranks per host share sm; between hosts tcp)
 in_cluster mpi cluster/allreduce-2-hosts 4 pass test/mpi/coll_allreduce "${FT[@]}" \
     --host "$(cluster_hosts_arg 2 2)"

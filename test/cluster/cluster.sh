@@ -111,7 +111,11 @@ cluster_addr() { # HOST NET -> the host's address on NET
 # the cluster, so with COUNT this works before cluster_up (a test's arguments are built
 # before it knows whether it will run).
 cluster_hosts_arg() { # SLOTS [COUNT]: "h0:SLOTS,10.91.3.2:SLOTS,..." for the first COUNT hosts
-    local slots=${1:?cluster_hosts_arg SLOTS [COUNT]} count=${2:-} i list k
+    local slots=${1:-} count=${2:-} i list k
+    if ! [[ "$slots" =~ ^[1-9][0-9]*$ ]] || ! [[ "$count" =~ ^[0-9]*$ ]]; then
+        cluster_say "cluster_hosts_arg SLOTS [COUNT]: numbers, SLOTS at least 1 (got '$slots' '$count')"
+        return 2
+    fi
     if [ -z "$count" ]; then
         cluster_require || return 1
         count=$CLUSTER_HOSTS
@@ -363,23 +367,27 @@ cluster_agent() {
 # host looks undersubscribed to it, so ranks would spin and a message would wait for the
 # scheduler to run its receiver: coll_allreduce np 4 on two hosts took 16 s, 4.5 s with it.
 cluster_mpirun_options() { # MPIRUN-ARGS...: prints one option per line
-    local args=" $* " np="" prev a slots
+    local np="" prev="" a slots has_host=0 has_bind=0 has_tcp_if=0 has_yield=0
     for a in "$@"; do
         case "$prev" in -np|-n|--np|-c) np=$a ;; esac
+        case "$a" in
+            --host|--host=*|-H|--hostfile|--hostfile=*|--machinefile|--machinefile=*) has_host=1 ;;
+            --bind-to|--bind-to=*) has_bind=1 ;;
+            *btl_tcp_if_include*|*btl_tcp_if_exclude*) has_tcp_if=1 ;;
+            *mpi_yield_when_idle*) has_yield=1 ;;
+        esac
         prev=$a
     done
     echo --prtemca; echo plm_ssh_agent; echo "$CLUSTER_DIR/agent"
     echo --prtemca; echo oob_tcp_if_include; echo "$CLUSTER_MANAGEMENT_NET"
-    if [[ "$args" != *" --host "* && "$args" != *" -H "* && "$args" != *" --hostfile "* ]]; then
+    if [ $has_host = 0 ]; then
         slots=1
-        [[ "$np" =~ ^[0-9]+$ ]] && slots=$(((np + CLUSTER_HOSTS - 1) / CLUSTER_HOSTS))
-        [ "$slots" -ge 1 ] || slots=1
+        [[ "$np" =~ ^[0-9]+$ ]] && [ "$np" -gt 0 ] && slots=$(((np + CLUSTER_HOSTS - 1) / CLUSTER_HOSTS))
         echo --host; cluster_hosts_arg "$slots"
     fi
-    [[ "$args" == *" --bind-to "* ]] || { echo --bind-to; echo none; }
-    [[ "$args" == *"btl_tcp_if_include"* ]] || { echo --mca; echo btl_tcp_if_include; echo "$CLUSTER_DATA_NETS"; }
-    if [[ "$args" != *"mpi_yield_when_idle"* ]] \
-           && { ! [[ "$np" =~ ^[0-9]+$ ]] || [ "$np" -gt "$(nproc)" ]; }; then
+    [ $has_bind = 1 ] || { echo --bind-to; echo none; }
+    [ $has_tcp_if = 1 ] || { echo --mca; echo btl_tcp_if_include; echo "$CLUSTER_DATA_NETS"; }
+    if [ $has_yield = 0 ] && { ! [[ "$np" =~ ^[0-9]+$ ]] || [ "$np" -gt "$(nproc)" ]; }; then
         echo --mca; echo mpi_yield_when_idle; echo 1
     fi
 }
