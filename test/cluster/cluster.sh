@@ -493,22 +493,30 @@ cluster_kill_host() {
     cluster_kill_ns "$ns"
 }
 
-# cluster_kill_host_when FILE PATTERN HOST [SECONDS]: wait until a line of FILE (a job's
-# output, being written) matches PATTERN (grep -E), then kill HOST: a host lost at a chosen
-# point of a job, e.g. PATTERN "^timeline rank [0-9]+ done 7 " of ftr_kmeans --timeline.
-# Returns 1, killing nothing, if PATTERN did not show within SECONDS (default 60).
-cluster_kill_host_when() {
-    local file=$1 pattern=$2 host=$3 secs=${4:-60} t
-    cluster_host_index "$host" >/dev/null || return 2
+# cluster_when FILE PATTERN SECONDS COMMAND...: wait until a line of FILE (a job's output,
+# being written) matches PATTERN (grep -E), then run COMMAND: a fault at a chosen point of
+# a job, e.g. cluster_when "$log" "^timeline rank [0-9]+ done 7 " 60 cluster_cut h1 neta.
+# Returns COMMAND's status, or 1 without running it if PATTERN did not show within SECONDS.
+cluster_when() {
+    local file=$1 pattern=$2 secs=$3 t
+    shift 3
+    if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ $# -eq 0 ]; then
+        cluster_say "cluster_when FILE PATTERN SECONDS COMMAND...: got '$file' '$pattern' '$secs' '$*'"
+        return 2
+    fi
     for ((t = 0; t < secs * 10; t++)); do
-        if grep -aqE -- "$pattern" "$file" 2>/dev/null; then
-            cluster_kill_host "$host"
-            return
-        fi
+        grep -aqE -- "$pattern" "$file" 2>/dev/null && { "$@"; return; }
         sleep 0.1
     done
-    cluster_say "'$pattern' did not appear in $file within $secs s: $host not killed"
+    cluster_say "'$pattern' did not appear in $file within $secs s: '$*' not run"
     return 1
+}
+
+# cluster_kill_host_when FILE PATTERN HOST [SECONDS]: HOST lost once PATTERN shows in FILE
+# (default: within 60 s).
+cluster_kill_host_when() {
+    cluster_host_index "${3:-}" >/dev/null || return 2
+    cluster_when "$1" "$2" "${4:-60}" cluster_kill_host "$3"
 }
 
 # cluster_reap: kill whatever is left on any host (between two tests).
@@ -583,7 +591,8 @@ usage: cluster.sh COMMAND [ARGS]     (the cluster: \$OMPIRES_CLUSTER, set by up)
   dropped HOST [NET]     packets dropped by HOST's cuts
   link-down HOST NET     ip link set NET down on HOST;  link-up HOST NET: back up
   kill-host HOST         SIGKILL every process on HOST (its PRRTE daemon too)
-  kill-host-when FILE PATTERN HOST [S]  kill HOST once a line of FILE matches PATTERN
+  when FILE PATTERN S COMMAND [ARGS]  run this script's COMMAND (cut, kill-host, ...) once a
+                         line of FILE matches PATTERN (grep -E); fails if not within S s
   reap                   kill every process left on any host
   reset                  reap, heal every cut, every link up: as after up
   pids HOST              processes on HOST
@@ -636,7 +645,9 @@ cluster_main() {
         link-down) cluster_link_down "$@" ;;
         link-up) cluster_link_up "$@" ;;
         kill-host) cluster_kill_host "$@" ;;
-        kill-host-when) cluster_kill_host_when "$@" ;;
+        when)
+            [ $# -ge 4 ] || { cluster_usage >&2; exit 2; }
+            cluster_when "$1" "$2" "$3" cluster_main "${@:4}" ;;
         reap) cluster_reap ;;
         reset) cluster_reset ;;
         pids) cluster_pids "$@" ;;
