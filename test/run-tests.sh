@@ -439,6 +439,21 @@ mpi dr2/revoke-inflight-eager 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" 
 mpi dr2/revoke-inflight-multifrag 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" \
     --mca pml_dr2_frag_size 1024 --mca pml_dr2_eager_limit 8192 -- inflight 6000 100
 mpi dr2/revoke-ssend 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- ssend
+# A send interrupted by a process failure (dr2_seqhole: a bcast rank 2 dies in, whose
+# message to rank 1 waits for a window of one vfrag) still reaches its live receiver, to
+# be dropped there: abandoned, it would leave a hole in the matching sequence that the
+# next point-to-point message between the survivors waits behind for ever.
+dr2_seqhole() {
+    local rc timed_out log=$logs/dr2-seqhole-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" "${FT[@]}" --mca pml_dr2_window 1 \
+        --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm 1 \
+        -np 3 "$build/test/mpi/dr2_seqhole"
+    cat "$log"
+    [ "$timed_out" = 0 ] || { echo "HANG after ${timeout_s}s"; return 1; }
+    ! grep -aq "dr2_seqhole: rank .*: FAIL" "$log" || return 1
+    [ "$(grep -ac "dr2_seqhole: rank .*: PASS" "$log")" = 3 ]
+}
+check dr2/seqhole-interrupted-send dr2_seqhole
 
 ompi_info_lists_dr2() {
     local out
