@@ -454,6 +454,16 @@ dr2_seqhole() {
     [ "$(grep -ac "dr2_seqhole: rank .*: PASS" "$log")" = 3 ]
 }
 check dr2/seqhole-interrupted-send dr2_seqhole
+# Out of memory at the receiver (pml_dr2_inject_nomem): an unexpected eager message that
+# cannot be buffered is neither lost nor a hole in the matching order (resent, placed
+# later); a non-contiguous receive without memory for its staging copy ends with
+# MPI_ERR_NO_MEM, and the traffic behind it flows.
+mpi dr2/nomem-unexpected 2 pass test/mpi/dr2_nomem "${DR2[@]}" --mca pml_dr2_inject_nomem 0.5 \
+    -- unexpected 300
+mpi dr2/nomem-unexpected-multifrag 2 pass test/mpi/dr2_nomem "${DR2[@]}" \
+    --mca pml_dr2_inject_nomem 0.3 --mca pml_dr2_frag_size 1024 -- unexpected 200
+mpi dr2/nomem-noncontig 2 pass test/mpi/dr2_nomem "${DR2[@]}" --mca pml_dr2_inject_nomem 1 \
+    --mca pml_dr2_frag_size 1024 -- noncontig
 
 ompi_info_lists_dr2() {
     local out
@@ -462,7 +472,7 @@ ompi_info_lists_dr2() {
     echo "$out"
     for p in priority frag_size eager_limit checksum crc32c_impl copy ack_timeout_us ack_timeout_min_us \
              ack_timeout_max_us retry_limit local_timeout_us window verbose inject_drop inject_corrupt inject_dup \
-             inject_seed; do
+             inject_nomem inject_seed; do
         grep -q "parameter \"pml_dr2_$p\"" <<<"$out" || { echo "missing pml_dr2_$p"; return 1; }
     done
 }
