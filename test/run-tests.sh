@@ -429,6 +429,17 @@ dr2_unreachable_ulfm() {
 check dr2/unreachable-peer-ulfm dr2_unreachable_ulfm
 mpi dr2/unreachable-peer-ends-the-job 2 "abort:pml/dr2 gave up on process" \
     test/mpi/dr2_unreachable "${DR2[@]}" "${GIVE_UP[@]}"
+# A receiver that goes silent after acknowledging a rendezvous' RNDV (dr2_silent: it
+# leaves MPI for good): the sender's resends of the RNDV count against the retry limit too,
+# so its MPI_Send ends in MPIX_ERR_PROC_FAILED instead of waiting for a go-ahead for ever.
+dr2_silent_receiver() {
+    local rc timed_out log=$logs/dr2-silent-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" "${FT[@]}" "${GIVE_UP[@]}" \
+        -np 2 "$build/test/mpi/dr2_silent"
+    cat "$log"
+    grep -aq "dr2_silent: rank 0: PASS" "$log"
+}
+check dr2/silent-receiver-after-rndv dr2_silent_receiver
 
 # ULFM revoke (dr2_revoke): messages that reach a process after it revoked their
 # communicator are dropped there but acknowledged (their sender must not resend them for
