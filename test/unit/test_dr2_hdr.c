@@ -419,6 +419,12 @@ static void each_malformed_field_has_its_status(void)
     CHECK(decode_mutated(&ack, 1, 0x80, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_MATCHED, 1, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_FLAGS);
+    /* REVOKED (a rendezvous dropped unmatched) is an ACK's flag only */
+    CHECK(decode_mutated(&ack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_OK);
+    CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
+    CHECK(decode_mutated(&match, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&match, 23, 1, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
     CHECK(decode_mutated(&frag, 18, 0x100, 2, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
     CHECK(decode_mutated(&match, 12, 0xFFFFFFFF, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RANK);

@@ -159,6 +159,11 @@ typedef enum {
 /* ACK (and EAGER's piggybacked ACK): the receiver matched the message whose first vfrag
  * is acknowledged. */
 #define PML_DR2_HDR_FLAG_MATCHED 0x08
+/* ACK of a RNDV's vfrag: the receiver dropped the message unmatched, because its
+ * communicator is revoked there (for the message's tag): the send completes in error, no
+ * data follows. The answer ob1 gives as an ACK without a receive request. Never inside an
+ * EAGER. */
+#define PML_DR2_HDR_FLAG_REVOKED 0x10
 
 /* MATCH and RNDV. */
 typedef struct {

@@ -36,6 +36,7 @@ static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
     msg->own = MCA_PML_DR2_OWN_NONE;
     msg->req = NULL;
     msg->match_retries = 0;
+    msg->match_unanswered = 0;
     msg->match_flags = 0;
 }
 
@@ -375,7 +376,8 @@ static inline int acks_to_piggyback(mca_pml_dr2_peer_t *peer, size_t len, bool e
     if (0 == peer->nacks) {
         return 0;
     }
-    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type) {
+    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type
+        && 0 == (peer->acks[0].flags & PML_DR2_HDR_FLAG_REVOKED)) { /* EAGER carries no REVOKED */
         *inline_ack = acks = 1;
     }
     limit = peer->bml_endpoint->btl_eager.bml_btls[0].btl->btl_eager_limit;
@@ -845,6 +847,7 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
          * timer that resends the RNDV in case the go-ahead is lost */
         msg->state = MCA_PML_DR2_TX_AWAIT_MATCH;
         msg->match_retries = 0;
+        msg->match_unanswered = 0;
         msg->match_deadline_us = mca_pml_dr2.now_us + backoff_us(peer, 2);
         arm_deadline(msg->match_deadline_us);
         opal_list_append(&peer->tx_await_match, &msg->super.super);
@@ -941,14 +944,16 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t ma
 
     mca_pml_dr2.counters.acks_received++;
     if (NULL == v) {
-        if (matched) {
-            mca_pml_dr2_txmsg_t *msg;
-            OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
-                if (msg->msg_id == vfrag) {
+        mca_pml_dr2_txmsg_t *msg;
+        OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+            if (msg->msg_id == vfrag) {
+                if (matched) {
                     txmsg_matched(msg);
                     mca_pml_dr2_peer_push(peer);
-                    return;
+                } else {
+                    msg->match_unanswered = 0; /* held, not matched yet: the peer is there */
                 }
+                return;
             }
         }
         mca_pml_dr2.counters.duplicates++; /* an ACK repeated after the vfrag completed */
@@ -994,6 +999,31 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t ma
         }
     }
     mca_pml_dr2_peer_push(peer);
+}
+
+void mca_pml_dr2_vfrag_revoked(mca_pml_dr2_peer_t *peer, uint32_t vfrag)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, vfrag);
+    mca_pml_dr2_txmsg_t *msg = NULL, *m;
+
+    mca_pml_dr2.counters.acks_received++;
+    if (NULL != v) {
+        if (PML_DR2_HDR_RNDV == v->kind && v->msg->rndv) {
+            msg = v->msg; /* its plain ACK was lost or is still to come */
+        }
+    } else {
+        OPAL_LIST_FOREACH (m, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+            if (m->msg_id == vfrag) {
+                msg = m;
+                break;
+            }
+        }
+    }
+    if (NULL == msg) {
+        mca_pml_dr2.counters.duplicates++; /* repeated, or about a message done with */
+        return;
+    }
+    mca_pml_dr2_txmsg_abort(msg, mca_pml_dr2_send_request_dropped_error(msg->req));
 }
 
 /* See mca_pml_dr2_peer_defer_ack. */
@@ -1152,6 +1182,16 @@ int mca_pml_dr2_timers_check(uint64_t now)
         OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
             if (msg->match_deadline_us <= now) {
                 msg->match_retries++;
+                /* A receiver that holds the RNDV answers each resend (MATCHED once it
+                 * matched, a plain ACK until then), however long it takes to post the
+                 * receive; one that answers none is as unreachable as one that does not
+                 * acknowledge data (a path that died after the RNDV was acknowledged). */
+                if (mca_pml_dr2.retry_limit > 0
+                    && ++msg->match_unanswered > (uint32_t) mca_pml_dr2.retry_limit) {
+                    mca_pml_dr2_peer_unreachable(peer->proc,
+                                                 "no answer to a rendezvous within the retry limit");
+                    break;
+                }
                 resend_rndv(msg);
                 msg->match_deadline_us = now + backoff_us(peer, msg->match_retries + 2);
                 work++;
