@@ -158,6 +158,7 @@ unit test_dr2_hdr
 unit test_dr2_window
 unit test_dr2_rxcheck
 unit test_dr2_copychoice
+unit test_dr2_path
 
 echo "== coll/ftrabit under mpirun (timeout ${timeout_s}s each)"
 FT=(--with-ft ulfm)

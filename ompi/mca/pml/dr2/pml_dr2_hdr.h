@@ -186,6 +186,13 @@ typedef struct {
     uint64_t mask;
 } pml_dr2_ack_hdr_t;
 
+/* ACK: not an acknowledgement but a probe of the path it travels on (pml_dr2_btlpath.h):
+ * vfrag is the probe's id, mask the prober's path index + 1; answered with the same fields
+ * flagged PROBE_REPLY on the path it arrived on. At most one of MATCHED, PROBE and
+ * PROBE_REPLY is set. */
+#define PML_DR2_HDR_FLAG_PROBE 0x10
+#define PML_DR2_HDR_FLAG_PROBE_REPLY 0x20
+
 /* A header in host form. */
 typedef struct {
     uint8_t type;      /* pml_dr2_hdr_type_t */

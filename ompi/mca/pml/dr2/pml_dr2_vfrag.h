@@ -130,10 +130,11 @@ typedef struct mca_pml_dr2_vfrag_t {
     uint64_t fast_resent; /* resent on a gap since the last timer expiry */
     uint64_t sent_at_us;  /* last transmission, for the RTT sample */
     uint64_t deadline_us; /* ACK timer */
-    uint64_t local_mark;  /* peer->tx_handed after its last transmission: the timer starts
-                           * once the BTL completed that many (see pml_dr2_peer.h) */
+    uint64_t local_mark;  /* its path's tx_handed after its last transmission: the timer
+                           * starts once the BTL completed that many (pml_dr2_btlpath.h) */
     uint32_t retries;
     bool retransmitted;   /* Karn: no RTT sample from this vfrag any more */
+    uint8_t path;         /* the peer's path that carries it (pml_dr2_btlpath.h) */
 } mca_pml_dr2_vfrag_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_vfrag_t);
@@ -181,6 +182,10 @@ void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer);
 
 /* Expire ACK timers and rendezvous timers of every peer; returns work done. */
 int mca_pml_dr2_timers_check(uint64_t now_us);
+
+/* Path `from` of the peer went down: its vfrags move to the paths still up, and whatever
+ * of them was sent and not acknowledged is resent at once. */
+void mca_pml_dr2_vfrag_reroute(mca_pml_dr2_peer_t *peer, int from);
 
 /* Abandon a message (its peer failed, or its communicator was revoked): no more
  * transmissions, resources released, its request (if any) completed with `error`. */
