@@ -45,6 +45,22 @@ static void rtt_samples_follow_rfc6298_and_bounds(void)
     CHECK(p.rto_us == 1000000); /* capped */
 }
 
+static void timers_take_the_longest_timeout_of_the_paths_up(void)
+{
+    pml_dr2_path_state_t paths[3];
+
+    for (int i = 0; i < 3; i++) {
+        pml_dr2_path_init(&paths[i], &params);
+    }
+    paths[0].rto_us = 3000;
+    paths[1].rto_us = 9000;
+    paths[2].rto_us = 5000;
+    CHECK(pml_dr2_path_slowest(paths, 3, 0) == 1);
+    (void) pml_dr2_path_fail(&paths[1], 0, &params);
+    CHECK(pml_dr2_path_slowest(paths, 3, 0) == 2); /* a path that is down does not count */
+    CHECK(pml_dr2_path_slowest(paths, 1, 0) == 0);
+}
+
 static void timeout_takes_a_silent_path_down_only_after_its_budget(void)
 {
     pml_dr2_path_state_t p;
@@ -165,6 +181,7 @@ static void down_paths_take_nothing(void)
     }
     (void) pml_dr2_path_fail(&paths[1], 0, &params);
     CHECK(pml_dr2_path_pick(paths, 2, 1000) == -1);
+    CHECK(pml_dr2_path_slowest(paths, 2, 1) == 1); /* none up: the caller's */
     CHECK(pml_dr2_path_count_up(paths, 2) == 0);
     CHECK(pml_dr2_path_pick(paths, 0, 1000) == -1);
 }
@@ -190,12 +207,20 @@ static void delivery_rate_is_measured_over_busy_time(void)
     CHECK(0.0 == p.rate); /* less than one sample window */
     deliver(&p, 100.0, &now, 2000);
     CHECK(p.rate > 99.0 && p.rate < 101.0);
+    /* small messages alone (a few bytes in a long busy stretch) measure nothing */
+    {
+        pml_dr2_path_state_t q;
+        uint64_t t = 0;
+        pml_dr2_path_init(&q, &params);
+        deliver(&q, 0.5, &t, 100000);
+        CHECK(0.0 == q.rate);
+    }
     /* a long idle stretch does not count as slowness */
     now += 1000000;
     deliver(&p, 100.0, &now, 4000);
     CHECK(p.rate > 99.0 && p.rate < 101.0);
     /* a slower path: the estimate moves towards it */
-    deliver(&p, 10.0, &now, 40000);
+    deliver(&p, 10.0, &now, 400000);
     CHECK(p.rate < 15.0);
     CHECK(0 == p.queued_bytes);
     /* bytes moved away are not delivered: no rate from them */
@@ -222,6 +247,21 @@ static void faster_path_takes_more(void)
         count[i]++;
     }
     CHECK(count[0] == 300 && count[1] == 100);
+    /* a path measured very slow still gets a share: 1/8 of the fastest */
+    {
+        pml_dr2_path_state_t two[2];
+        int n[2] = {0, 0};
+        pml_dr2_path_init(&two[0], &params);
+        pml_dr2_path_init(&two[1], &params);
+        two[0].rate = 800.0;
+        two[1].rate = 0.001;
+        for (int k = 0; k < 900; k++) {
+            int i = pml_dr2_path_pick(two, 2, 1000);
+            pml_dr2_path_assign(&two[i], 1000, 0);
+            n[i]++;
+        }
+        CHECK(n[1] == 100 && n[0] == 800);
+    }
     /* an unmeasured path counts as the mean of the measured ones */
     {
         pml_dr2_path_state_t three[3];
@@ -235,6 +275,7 @@ int main(void)
 {
     RUN(fresh_path_is_up_with_initial_timeout);
     RUN(rtt_samples_follow_rfc6298_and_bounds);
+    RUN(timers_take_the_longest_timeout_of_the_paths_up);
     RUN(timeout_takes_a_silent_path_down_only_after_its_budget);
     RUN(probes_back_off_and_an_answer_brings_the_path_back);
     RUN(probe_ids_wrap_around);

@@ -5,6 +5,7 @@
 #include "ompi_config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -119,6 +120,14 @@ static int path_counter_notify(mca_base_pvar_t *pvar, mca_base_pvar_event_t even
     return OPAL_SUCCESS;
 }
 
+/* ...read whole: Open MPI's default reader copies one value. */
+static int path_counter_get(const mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void) obj;
+    memcpy(value, pvar->ctx, PML_DR2_PATH_MAX * sizeof(unsigned long));
+    return OPAL_SUCCESS;
+}
+
 static void register_path_counter(const char *name, const char *description,
                                   unsigned long *storage)
 {
@@ -128,7 +137,8 @@ static void register_path_counter(const char *name, const char *description,
                                             MCA_BASE_VAR_BIND_NO_OBJECT,
                                             MCA_BASE_PVAR_FLAG_READONLY
                                                 | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-                                            NULL, NULL, path_counter_notify, storage);
+                                            path_counter_get, NULL, path_counter_notify,
+                                            storage);
 }
 
 static int dr2_register(void)
@@ -231,7 +241,7 @@ static int dr2_register(void)
         "0: no limit",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->send_depth);
 
-    m->path_retry_budget = 3;
+    m->path_retry_budget = 5;
     reg("path_retry_budget",
         "Failover between the BTLs (paths) that reach a peer, e.g. two tcp networks: a path is "
         "taken out when a vfrag it carries has had this many ACK timer expiries and nothing it "

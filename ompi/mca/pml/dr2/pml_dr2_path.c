@@ -90,7 +90,8 @@ void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us
     }
     queued_drop(p, bytes);
     p->rate_bytes += bytes;
-    if (p->busy_us >= PML_DR2_PATH_RATE_WINDOW_US) {
+    if (p->busy_us >= PML_DR2_PATH_RATE_WINDOW_US
+        && p->rate_bytes >= PML_DR2_PATH_RATE_WINDOW_BYTES) {
         double sample = (double) p->rate_bytes / (double) p->busy_us;
         p->rate = 0.0 == p->rate ? sample : 0.75 * p->rate + 0.25 * sample;
         p->busy_us = 0;
@@ -156,15 +157,30 @@ int pml_dr2_path_count_up(const pml_dr2_path_state_t *paths, int n)
     return up;
 }
 
+int pml_dr2_path_slowest(const pml_dr2_path_state_t *paths, int n, int fallback)
+{
+    int slowest = fallback;
+
+    for (int i = 0; i < n; i++) {
+        if (paths[i].up && (slowest == fallback || paths[i].rto_us > paths[slowest].rto_us)) {
+            slowest = i;
+        }
+    }
+    return slowest;
+}
+
 int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
 {
-    double rate_sum = 0.0, fallback = 1.0, best_cost = 0.0;
+    double rate_sum = 0.0, fallback = 1.0, fastest = 0.0, best_cost = 0.0;
     int measured = 0, best = -1;
 
     for (int i = 0; i < n; i++) {
         if (paths[i].up && paths[i].rate > 0.0) {
             rate_sum += paths[i].rate;
             measured++;
+            if (paths[i].rate > fastest) {
+                fastest = paths[i].rate;
+            }
         }
     }
     if (measured > 0) {
@@ -176,6 +192,9 @@ int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
             continue;
         }
         rate = paths[i].rate > 0.0 ? paths[i].rate : fallback;
+        if (rate < fastest / PML_DR2_PATH_RATE_FLOOR_DIVISOR) {
+            rate = fastest / PML_DR2_PATH_RATE_FLOOR_DIVISOR;
+        }
         cost = (double) (paths[i].queued_bytes + bytes) / rate;
         if (best < 0 || cost < best_cost) {
             best = i;

@@ -21,7 +21,8 @@
  * path has queued and not yet had acknowledged, plus the vfrag, divided by the path's
  * measured delivery rate (bytes acknowledged per microsecond of the time it had data
  * outstanding). A path without a measurement yet counts as fast as the mean of those that
- * have one (as 1 if none has), so fresh paths share by queued bytes: round robin in effect.
+ * have one (as 1 if none has), so fresh paths share by queued bytes: round robin in effect;
+ * none counts as slower than 1/PML_DR2_PATH_RATE_FLOOR_DIVISOR of the fastest.
  */
 #ifndef PML_DR2_PATH_H
 #define PML_DR2_PATH_H
@@ -33,9 +34,16 @@
 /* Paths per peer: the BTLs of one peer beyond this are not used. */
 #define PML_DR2_PATH_MAX 4
 
-/* Delivery-rate samples cover at least this much busy time (microseconds): ACKs come in
- * bursts, a shorter window measures the burst, not the path. */
+/* Delivery-rate samples cover at least this much busy time (microseconds) and this many
+ * bytes: ACKs come in bursts, a shorter window measures the burst, not the path; and a few
+ * small messages measure the peer's reply latency, not the path's bandwidth. */
 #define PML_DR2_PATH_RATE_WINDOW_US 2000
+#define PML_DR2_PATH_RATE_WINDOW_BYTES (256 * 1024)
+
+/* In the choice of a path, none counts as slower than the fastest over this: a path once
+ * measured slow (a sample taken while the receiver was busy) still gets a share of the
+ * traffic, so it is measured again rather than starved for ever. */
+#define PML_DR2_PATH_RATE_FLOOR_DIVISOR 8
 
 typedef struct {
     uint32_t retry_budget;          /* ACK timer expiries of one vfrag before the path is down */
@@ -115,6 +123,13 @@ bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t
 /* Which of the n paths takes a new vfrag of `bytes`: the up path expected to finish it
  * first (see the top of this file); ties go to the lowest index. -1 if none is up. */
 int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes);
+
+/* The up path with the longest ACK timeout among the n (`fallback` if none is up). An ACK
+ * waits for the receiver as much as for the path: a path that carried only small messages
+ * has measured short round trips, and its vfrags would time out whenever the receiver is
+ * busy with a large message from another path. Timers take the longest timeout of the
+ * peer's paths; a silent cut is still detected by retries (pml_dr2_path_timeout_says_down). */
+int pml_dr2_path_slowest(const pml_dr2_path_state_t *paths, int n, int fallback);
 
 /* Paths up among the n. */
 int pml_dr2_path_count_up(const pml_dr2_path_state_t *paths, int n);

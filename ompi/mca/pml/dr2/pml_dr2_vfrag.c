@@ -146,10 +146,14 @@ static inline void vfrag_forget_timer(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfra
     }
 }
 
-/* Exponential backoff on the RTO of one of the peer's paths, capped. */
+/* Exponential backoff on the ACK timeout of a vfrag on one of the peer's paths, capped:
+ * the longest of the paths up (pml_dr2_path_slowest says why). */
 static inline uint64_t path_backoff_us(const mca_pml_dr2_peer_t *peer, int path,
                                        uint32_t retries)
 {
+    if (OPAL_UNLIKELY(peer->npaths > 1)) {
+        path = pml_dr2_path_slowest(peer->path_state, peer->npaths, path);
+    }
     return pml_dr2_path_backoff_us(&peer->path_state[path], retries, &mca_pml_dr2.path_params);
 }
 
@@ -563,12 +567,22 @@ static uint64_t rndv_data_len(const mca_pml_dr2_txmsg_t *msg)
     return rest <= mca_pml_dr2_peer_rndv_data_max(msg->peer) ? rest : 0;
 }
 
+/* Fragments per vfrag: as many as an ACK mask covers; with several paths up, fewer, so that
+ * a large message spreads over them (a vfrag travels on one path). */
+static inline unsigned vfrag_max_frags(mca_pml_dr2_peer_t *peer)
+{
+    if (OPAL_UNLIKELY(peer->npaths > 1) && mca_pml_dr2_paths_up(peer) > 1) {
+        return MCA_PML_DR2_STRIPE_FRAGS;
+    }
+    return PML_DR2_MAX_FRAGS_PER_VFRAG;
+}
+
 /* Create vfrags for what the message still has to send, as far as the window allows;
  * a message that does not fit waits on the peer's blocked list, in order. */
 static void txmsg_schedule(mca_pml_dr2_txmsg_t *msg)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
-    uint64_t per_vfrag = (uint64_t) msg->frag_len * PML_DR2_MAX_FRAGS_PER_VFRAG;
+    uint64_t per_vfrag = (uint64_t) msg->frag_len * vfrag_max_frags(peer);
 
     if (!msg->has_id) {
         mca_pml_dr2_vfrag_t *v;

@@ -82,6 +82,12 @@ typedef struct {
  * line costs the most (in the other, 128 B TINY 0.19 against 0.21: the loss weighs more). */
 #define MCA_PML_DR2_TINY_SEND_MAX 64
 
+/* Fragments per vfrag when several paths to the peer are up (otherwise up to 64): a vfrag
+ * travels on one path, so a message is striped over the paths vfrag by vfrag. 4 fragments
+ * (512 KiB with the default pml_dr2_frag_size) spread a 1 MiB message over two paths and
+ * cost one ACK per 512 KiB. */
+#define MCA_PML_DR2_STRIPE_FRAGS 4
+
 typedef struct mca_pml_dr2_txmsg_t {
     opal_free_list_item_t super; /* from mca_pml_dr2.txmsgs; on peer->tx_blocked or
                                   * peer->tx_await_match */
