@@ -431,6 +431,16 @@ check dr2/unreachable-peer-ulfm dr2_unreachable_ulfm
 mpi dr2/unreachable-peer-ends-the-job 2 "abort:pml/dr2 gave up on process" \
     test/mpi/dr2_unreachable "${DR2[@]}" "${GIVE_UP[@]}"
 
+# ULFM revoke (dr2_revoke): messages that reach a process after it revoked their
+# communicator are dropped there but acknowledged (their sender must not resend them for
+# ever and jam its window to that process for every communicator: 3,000 messages on
+# another communicator follow); a small synchronous send no receive matched never
+# succeeds; no receive on a revoked communicator completes with MPI_SUCCESS.
+mpi dr2/revoke-inflight-eager 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- inflight 8 200
+mpi dr2/revoke-inflight-multifrag 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" \
+    --mca pml_dr2_frag_size 1024 --mca pml_dr2_eager_limit 8192 -- inflight 6000 100
+mpi dr2/revoke-ssend 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- ssend
+
 ompi_info_lists_dr2() {
     local out
     out=$(OMPI_MCA_mca_base_component_path="$component_path" timeout -k 5 "$timeout_s" \

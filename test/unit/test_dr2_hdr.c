@@ -419,6 +419,12 @@ static void each_malformed_field_has_its_status(void)
     CHECK(decode_mutated(&ack, 1, 0x80, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_MATCHED, 1, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_FLAGS);
+    /* REVOKED (a rendezvous dropped unmatched) is an ACK's flag only */
+    CHECK(decode_mutated(&ack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_OK);
+    CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
+    CHECK(decode_mutated(&match, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&match, 23, 1, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
     CHECK(decode_mutated(&frag, 18, 0x100, 2, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
     CHECK(decode_mutated(&match, 12, 0xFFFFFFFF, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RANK);
@@ -1042,7 +1048,7 @@ static void pack_ack_as_encode(void)
 }
 
 /* Path probes ride in ACK headers: PROBE and PROBE_REPLY round-trip, never combined with
- * each other or with MATCHED, never on a NACK. */
+ * each other or another flag, never on a NACK. */
 static void probe_flags_on_acks_only(void)
 {
     unsigned char buf[PML_DR2_HDR_ACK_LEN];
@@ -1052,6 +1058,7 @@ static void probe_flags_on_acks_only(void)
         PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY,
         PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_MATCHED,
         PML_DR2_HDR_FLAG_PROBE_REPLY | PML_DR2_HDR_FLAG_MATCHED,
+        PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_REVOKED,
     };
 
     CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_ACK, PML_DR2_HDR_FLAG_PROBE, &ack, buf, sizeof(buf))

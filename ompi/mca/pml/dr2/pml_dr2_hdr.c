@@ -73,19 +73,20 @@ static const hdr_type_info_t type_info[] = {
     [PML_DR2_HDR_MATCH] = {PML_DR2_HDR_MATCH_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_SYNC},
     [PML_DR2_HDR_RNDV] = {PML_DR2_HDR_MATCH_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_SYNC},
     [PML_DR2_HDR_FRAG] = {PML_DR2_HDR_FRAG_LEN, DATA_FLAGS},
-    [PML_DR2_HDR_ACK] = {PML_DR2_HDR_ACK_LEN, PML_DR2_HDR_FLAG_MATCHED | PML_DR2_HDR_FLAG_PROBE
+    [PML_DR2_HDR_ACK] = {PML_DR2_HDR_ACK_LEN, PML_DR2_HDR_FLAG_MATCHED | PML_DR2_HDR_FLAG_REVOKED
+                                                  | PML_DR2_HDR_FLAG_PROBE
                                                   | PML_DR2_HDR_FLAG_PROBE_REPLY},
     [PML_DR2_HDR_NACK] = {PML_DR2_HDR_ACK_LEN, 0},
     [PML_DR2_HDR_EAGER] = {PML_DR2_HDR_EAGER_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_MATCHED},
 };
 
-/* An ACK is an acknowledgement (maybe MATCHED), a probe or a probe's answer: never two. */
+/* An ACK is an acknowledgement (its own flags), a probe or a probe's answer: a probe flag
+ * comes alone. */
 static inline int ack_flags_combine(uint8_t flags)
 {
-    uint8_t kinds = flags & (PML_DR2_HDR_FLAG_MATCHED | PML_DR2_HDR_FLAG_PROBE
-                             | PML_DR2_HDR_FLAG_PROBE_REPLY);
+    uint8_t probe = flags & (PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY);
 
-    return 0 == (kinds & (kinds - 1)); /* at most one bit */
+    return 0 == probe || (flags == probe && 0 == (probe & (probe - 1)));
 }
 
 static const hdr_type_info_t *type_lookup(int type)

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ompi/runtime/params.h"
+
 #include "pml_dr2.h"
 #include "pml_dr2_ackmask.h"
 #include "pml_dr2_comm.h"
@@ -29,6 +31,7 @@ static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
     msg->req = NULL;
     msg->matched = false;
     msg->in_hash = false;
+    msg->dropped = false;
     msg->bytes_received = 0;
     msg->rndv = false;
     msg->rndv_data = NULL;
@@ -69,6 +72,8 @@ static void rndv_data_release(mca_pml_dr2_rxmsg_t *msg)
     }
 }
 
+static void rxmsg_index(mca_pml_dr2_rxmsg_t *msg);
+
 /* While the first fragment of a new message is being placed, its request must not
  * complete under our feet (the message would be freed while still in use). */
 static mca_pml_dr2_rxmsg_t *delivering = NULL;
@@ -100,8 +105,15 @@ static void complete_received(mca_pml_dr2_recv_request_t *req, uint64_t msg_len)
 {
     int error = MPI_SUCCESS;
 
+    if (OPAL_UNLIKELY(ompi_ftmpi_enabled)) {
+        /* ULFM: a receive that matched before its communicator was revoked and completes
+         * after: never MPI_SUCCESS on a revoked communicator (ob1 keeps the error that
+         * ompi_request_is_failed set) */
+        error = mca_pml_dr2_comm_revoked_error(req->req_recv.req_base.req_comm,
+                                               req->req_recv.req_base.req_ompi.req_status.MPI_TAG);
+    }
     if (msg_len > req->capacity) {
-        error = MPI_ERR_TRUNCATE;
+        error = MPI_SUCCESS == error ? MPI_ERR_TRUNCATE : error;
         req->req_recv.req_base.req_ompi.req_status._ucount = req->capacity;
     } else {
         req->req_recv.req_base.req_ompi.req_status._ucount = msg_len;
@@ -114,7 +126,14 @@ void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
     mca_pml_dr2_recv_request_t *req = msg->req;
     uint64_t msg_len = msg->msg_len;
 
-    if (msg == delivering || NULL == req || msg->bytes_received < msg->msg_len) {
+    if (msg == delivering || msg->bytes_received < msg->msg_len) {
+        return;
+    }
+    if (OPAL_UNLIKELY(msg->dropped)) {
+        mca_pml_dr2_rxmsg_release(msg); /* all of it acknowledged: nothing more can come */
+        return;
+    }
+    if (NULL == req) {
         return;
     }
     if (NULL != msg->buf) {
@@ -178,13 +197,33 @@ static bool rank_is_peer(ompi_communicator_t *comm, int32_t src, mca_pml_dr2_pee
 
 /* The message's turn has come: hand it to the first posted receive that accepts it, or
  * queue it as unexpected. */
+void mca_pml_dr2_rxmsg_drop(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (msg->rndv) {
+        /* the RNDV's vfrag is in the window already: a copy of it is answered the same
+         * way (handle_match), as long as the communicator is revoked here */
+        mca_pml_dr2_peer_queue_ack(msg->peer, PML_DR2_HDR_ACK, msg->msg_id, 1,
+                                   PML_DR2_HDR_FLAG_REVOKED);
+        mca_pml_dr2_peer_flush_acks(msg->peer);
+        mca_pml_dr2_rxmsg_release(msg);
+        return;
+    }
+    free(msg->buf);
+    msg->buf = NULL;
+    msg->dropped = true;
+    if (!msg->in_hash && msg->bytes_received < msg->msg_len) {
+        rxmsg_index(msg); /* its other fragments, or a resend of its only one, find it */
+    }
+    mca_pml_dr2_rxmsg_try_complete(msg);
+}
+
 static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
     mca_pml_dr2_recv_request_t *req;
 
     if (tag_revoked(comm, msg->tag)) {
-        mca_pml_dr2_rxmsg_release(msg); /* nobody may receive it any more */
+        mca_pml_dr2_rxmsg_drop(msg); /* nobody may receive it any more */
         return;
     }
     req = take_posted(dcomm, msg->src, msg->tag);
@@ -257,6 +296,9 @@ static bool place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset, const unsig
 
     if (0 == hdr->frag_len) {
         return !check || 0 == hdr->data_crc;
+    }
+    if (OPAL_UNLIKELY(msg->dropped)) {
+        return true; /* counted and acknowledged, never kept */
     }
     if (NULL == msg->buf && NULL == msg->req) {
         /* taken by a matched probe and not received yet: keep the data until it is */
@@ -408,6 +450,27 @@ static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *
     return true;
 }
 
+/* The flags of the ACK that answers a copy of a RNDV already in the window. With no
+ * message left for it, the classification says MATCHED: the message was received and is
+ * gone, and the copy comes from a sender that lost our go-ahead. Unless its communicator
+ * is revoked here for its tag: then it may as well have been dropped unmatched
+ * (mca_pml_dr2_rxmsg_drop), and MATCHED would complete a synchronous send that no receive
+ * matched; REVOKED completes it in error, which a revoked communicator allows either way. */
+static uint8_t rndv_duplicate_flags(const pml_dr2_hdr_t *hdr, const mca_pml_dr2_rxmsg_t *msg,
+                                    uint8_t flags)
+{
+    ompi_communicator_t *comm;
+
+    if (PML_DR2_HDR_RNDV != hdr->type || NULL != msg || 0 == (flags & PML_DR2_HDR_FLAG_MATCHED)) {
+        return flags;
+    }
+    comm = ompi_comm_lookup(hdr->match.ctx);
+    if (NULL != comm && tag_revoked(comm, hdr->match.tag)) {
+        return PML_DR2_HDR_FLAG_REVOKED;
+    }
+    return flags;
+}
+
 static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                          const unsigned char *payload)
 {
@@ -428,9 +491,11 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     id = d.vfrag;
     switch (d.verdict) {
     case PML_DR2_RX_DUPLICATE:
-        /* a RNDV is answered with MATCHED once the go-ahead was given */
+        /* a RNDV is answered with MATCHED once the go-ahead was given, with REVOKED if it
+         * was dropped unmatched (see rndv_duplicate_flags) */
         mca_pml_dr2.counters.duplicates++;
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, d.ack_mask, d.ack_flags);
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, d.ack_mask,
+                                   rndv_duplicate_flags(hdr, msg, d.ack_flags));
         return;
     case PML_DR2_RX_ACCEPT:
         /* fragment 0 again, its vfrag still incomplete (it was corrupt or is a copy) */
@@ -491,7 +556,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
         opal_list_append(&mca_pml_dr2.nocomm, &msg->super.super);
     }
     delivering = NULL;
-    if (rxmsg_alive(msg)) { /* not dropped by a revoke */
+    if (rxmsg_alive(msg)) { /* not a rendezvous dropped by a revoke */
         if (rndv) {
             if (NULL == msg->req) {
                 mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
@@ -594,7 +659,9 @@ static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
 static inline void ack_arrived(mca_pml_dr2_peer_t *peer, const pml_dr2_ack_hdr_t *ack,
                                uint8_t flags)
 {
-    if (flags & PML_DR2_HDR_FLAG_MATCHED) {
+    if (OPAL_UNLIKELY(flags & PML_DR2_HDR_FLAG_REVOKED)) {
+        mca_pml_dr2_vfrag_revoked(peer, ack->vfrag);
+    } else if (flags & PML_DR2_HDR_FLAG_MATCHED) {
         mca_pml_dr2_vfrag_ack(peer, ack->vfrag, ack->mask, true);
     } else {
         mca_pml_dr2_peer_defer_ack(peer, ack->vfrag, ack->mask);

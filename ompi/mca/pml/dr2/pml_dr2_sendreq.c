@@ -82,8 +82,23 @@ static void send_request_construct(mca_pml_dr2_send_request_t *req)
 OBJ_CLASS_INSTANCE(mca_pml_dr2_send_request_t, mca_pml_base_send_request_t,
                    send_request_construct, NULL);
 
+int mca_pml_dr2_send_request_dropped_error(const mca_pml_dr2_send_request_t *req)
+{
+    int error = MPI_ERR_REVOKED;
+
+    if (NULL != req) {
+        error = mca_pml_dr2_comm_revoked_error(req->req_send.req_base.req_comm,
+                                               req->req_send.req_base.req_tag);
+    }
+    return MPI_SUCCESS == error ? MPI_ERR_REVOKED : error;
+}
+
 void mca_pml_dr2_send_request_complete(mca_pml_dr2_send_request_t *req, int error)
 {
+    if (OPAL_UNLIKELY(MPI_SUCCESS == error && ompi_ftmpi_enabled)) {
+        error = mca_pml_dr2_comm_revoked_error(req->req_send.req_base.req_comm,
+                                               req->req_send.req_base.req_tag);
+    }
     req->req_send.req_base.req_ompi.req_status.MPI_ERROR = error;
     req->req_send.req_base.req_pml_complete = true;
     if (req->req_send.req_base.req_free_called) {

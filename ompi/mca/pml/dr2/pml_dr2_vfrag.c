@@ -388,7 +388,8 @@ static inline int acks_to_piggyback(mca_pml_dr2_peer_t *peer, size_t len, bool e
     if (0 == peer->nacks) {
         return 0;
     }
-    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type) {
+    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type
+        && 0 == (peer->acks[0].flags & PML_DR2_HDR_FLAG_REVOKED)) { /* EAGER carries no REVOKED */
         *inline_ack = acks = 1;
     }
     limit = peer->eager_limit_min;
@@ -1073,6 +1074,31 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t ma
         }
     }
     mca_pml_dr2_peer_push(peer);
+}
+
+void mca_pml_dr2_vfrag_revoked(mca_pml_dr2_peer_t *peer, uint32_t vfrag)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, vfrag);
+    mca_pml_dr2_txmsg_t *msg = NULL, *m;
+
+    mca_pml_dr2.counters.acks_received++;
+    if (NULL != v) {
+        if (PML_DR2_HDR_RNDV == v->kind && v->msg->rndv) {
+            msg = v->msg; /* its plain ACK was lost or is still to come */
+        }
+    } else {
+        OPAL_LIST_FOREACH (m, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+            if (m->msg_id == vfrag) {
+                msg = m;
+                break;
+            }
+        }
+    }
+    if (NULL == msg) {
+        mca_pml_dr2.counters.duplicates++; /* repeated, or about a message done with */
+        return;
+    }
+    mca_pml_dr2_txmsg_abort(msg, mca_pml_dr2_send_request_dropped_error(msg->req));
 }
 
 /* See mca_pml_dr2_peer_defer_ack. */

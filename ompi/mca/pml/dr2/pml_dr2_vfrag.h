@@ -180,6 +180,9 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
 /* Handle an ACK from the peer: `mask` of vfrag `vfrag` received intact; `matched`: the
  * receiver matched the rendezvous whose RNDV that vfrag was (header validated by the codec). */
 void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t mask, bool matched);
+/* Handle an ACK flagged REVOKED: the peer dropped, unmatched, the rendezvous whose RNDV
+ * was vfrag `vfrag` (its communicator is revoked there): the send completes in error. */
+void mca_pml_dr2_vfrag_revoked(mca_pml_dr2_peer_t *peer, uint32_t vfrag);
 /* Handle a NACK from the peer (header already validated by the codec). */
 void mca_pml_dr2_vfrag_nack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr);
 
