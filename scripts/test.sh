@@ -9,4 +9,7 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$("$src/scripts/build.sh")
 eval "$("$src/scripts/ompi-bootstrap.sh" --print-env --no-apt 2>/dev/null)"
 export OMPI_PREFIX
+# The multi-host cluster tests (test/cluster/) need iptables, which a fresh machine lacks;
+# without it (or without root) they are skipped, saying why.
+"$src/test/cluster/cluster.sh" install-deps || echo "test.sh: the multi-host cluster tests will be skipped" >&2
 exec "$src/test/run-tests.sh" "$build" "${1:-}"

@@ -1,6 +1,6 @@
 /*
  * ompi-resilience: pml/dr2, a point-to-point layer that survives lost, corrupted and
- * duplicated fragments (see ../../../../../shared/DESIGN.md, section pml/dr2).
+ * duplicated fragments (see docs/DESIGN.md, section pml/dr2).
  *
  * The module: parameters, global state and the one lock that protects it.
  *
