@@ -20,9 +20,12 @@
  *                       and creates DIR/healed; rank 0 streams on until a path came back up
  *                       after that, then 200 exchanges more, during which fragments must go
  *                       on every path again.
- *   dr2_paths both DIR  after "phase streaming" the script cuts both networks: the exchange
- *                       must end in an error (MPIX_ERR_PROC_FAILED under ULFM, the ranks set
- *                       MPI_ERRORS_RETURN); without ULFM the job aborts with dr2's message.
+ *   dr2_paths both DIR  one way only: rank 1 sends, rank 0 only receives (nothing of its own
+ *                       in flight: only dr2's keepalive can tell it that rank 1 is gone).
+ *                       After "phase streaming" the script cuts both networks: both ranks'
+ *                       calls must end in an error (MPIX_ERR_PROC_FAILED under ULFM, the
+ *                       ranks set MPI_ERRORS_RETURN); without ULFM the job aborts with dr2's
+ *                       message.
  *   dr2_paths plain     no cut: fragments go on every path (striping).
  */
 #include <mpi.h>
@@ -168,6 +171,7 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "plain";
     const char *control = argc > 2 ? argv[2] : NULL;
+    int one_way = 0 == strcmp(mode, "both");
     int size, peer, stop = 0, eclass = MPI_SUCCESS;
     unsigned char *out, *in;
     uint64_t n, event_at = 0;
@@ -202,20 +206,23 @@ int main(int argc, char **argv)
 
         if (0 == rank) {
             /* rank 0 decides when the stream ends */
+            /* The counts are taken before the script acts: the exchange under way when it
+             * does may last until the failover (or the path's return), and the script's
+             * file is only seen after it. */
             if (STREAM == state && n == STREAMING_AFTER) {
+                seen = counters_sum(DOWNS); /* a down before the cut was something else */
                 phase("streaming");
                 state = strcmp(mode, "plain") ? WAIT_CUT : AFTER;
                 event_at = n;
             } else if (WAIT_CUT == state && script_did(control, "cut")) {
-                seen = counters_sum(DOWNS); /* a down before the cut was something else */
                 state = WAIT_DOWN;
             } else if (WAIT_DOWN == state && counters_sum(DOWNS) > seen) {
+                seen = counters_sum(UPS);
                 phase("failed-over");
                 counters_print("after failover");
                 state = strcmp(mode, "heal") ? AFTER : WAIT_HEAL;
                 event_at = n;
             } else if (WAIT_HEAL == state && script_did(control, "healed")) {
-                seen = counters_sum(UPS);
                 state = WAIT_UP;
             } else if (WAIT_UP == state && counters_sum(UPS) > seen) {
                 phase("path-back");
@@ -225,16 +232,25 @@ int main(int argc, char **argv)
             } else if (AFTER == state && n - event_at >= AFTER_EVENT) {
                 state = DONE;
             }
-            stop = DONE == state;
+            stop = DONE == state && !one_way; /* one way: until the error */
         }
-        fill(out, len, n, stop);
-        rc = MPI_Sendrecv(out, (int) len, MPI_BYTE, peer, 7, in, (int) len, MPI_BYTE, peer, 7,
-                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (one_way) {
+            if (1 == rank) {
+                fill(out, len, n, 0);
+                rc = MPI_Send(out, (int) len, MPI_BYTE, peer, 7, MPI_COMM_WORLD);
+            } else {
+                rc = MPI_Recv(in, (int) len, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+        } else {
+            fill(out, len, n, stop);
+            rc = MPI_Sendrecv(out, (int) len, MPI_BYTE, peer, 7, in, (int) len, MPI_BYTE, peer, 7,
+                              MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
         if (MPI_SUCCESS != rc) {
             MPI_Error_class(rc, &eclass);
             break;
         }
-        peer_stop = verify(in, len, n, peer);
+        peer_stop = one_way && 1 == rank ? 0 : verify(in, len, n, peer);
         if (failures > 0) {
             break;
         }

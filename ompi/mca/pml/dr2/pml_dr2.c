@@ -22,6 +22,7 @@
 
 #include "pml_dr2.h"
 #include "pml_dr2_comm.h"
+#include "pml_dr2_keepalive.h"
 #include "pml_dr2_peer.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_vfrag.h"
@@ -370,6 +371,9 @@ int mca_pml_dr2_progress(void)
         uint64_t now = mca_pml_dr2.now_us = mca_pml_dr2_now_us();
         if (now >= mca_pml_dr2.next_watchdog_us) {
             work += mca_pml_dr2_watchdog_check(now);
+        }
+        if (now >= mca_pml_dr2.next_keepalive_us) {
+            work += mca_pml_dr2_keepalive_check(now);
         }
         if (now >= mca_pml_dr2.next_deadline_us) {
             /* a peer ULFM learnt is dead (from the runtime, not from us) stops here */

@@ -161,6 +161,7 @@ typedef struct mca_pml_dr2_t {
     uint64_t now_us;
     uint64_t next_watchdog_us; /* next local-completion watchdog check */
     uint64_t last_watchdog_us; /* the last one */
+    uint64_t next_keepalive_us; /* next keepalive check (pml_dr2_keepalive.h) */
     struct mca_pml_dr2_peer_t *arm_list; /* peers with vfrags to arm (peer->arm_next) */
     /* Progress calls so far: ACKs wait up to two of them for a data segment to ride on. */
     uint64_t progress_pass;

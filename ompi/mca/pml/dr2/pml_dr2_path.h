@@ -93,9 +93,12 @@ void pml_dr2_path_unassign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now
  * queued): the path works; feeds the delivery rate. */
 void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us);
 
-/* A vfrag the path carries expired its ACK timer for the `retries`-th time; it was first
- * sent at `sent_at_us`. True if the path is to be declared down: retries reached the
- * budget and nothing the path carries was acknowledged since that vfrag was sent. */
+/* A vfrag the path carries expired its ACK timer for the `retries`-th time; its latest
+ * transmission left at `sent_at_us`. True if the path is to be declared down: retries
+ * reached the budget and nothing the path carries was acknowledged since that
+ * transmission. (The latest, not the first: a vfrag sent before a cut, whose ACK the cut
+ * swallowed after something later on the path was acknowledged, would otherwise never
+ * condemn the path and be resent on it for ever.) */
 bool pml_dr2_path_timeout_says_down(const pml_dr2_path_state_t *p, uint32_t retries,
                                     uint64_t sent_at_us, const pml_dr2_path_params_t *params);
 

@@ -47,6 +47,9 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     pml_dr2_copy_choice_init(&peer->tx_copy);
     peer->nacks_in = 0;
     peer->acks_in_since = 0;
+    peer->ka_awaited = peer->ka_heard = false;
+    peer->ka_probes = 0;
+    peer->ka_next_us = 0;
     peer->to_arm = 0;
     peer->on_arm_list = false;
     peer->arm_next = NULL;

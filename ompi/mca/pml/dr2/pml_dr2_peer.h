@@ -73,6 +73,12 @@ typedef struct mca_pml_dr2_peer_t {
     int nacks_in;
     uint64_t acks_in_since; /* progress pass in which the oldest of them arrived */
 
+    /* ---- keepalive (pml_dr2_keepalive.h) ---- */
+    bool ka_awaited;     /* a posted receive may wait for it (set by the last check) */
+    bool ka_heard;       /* something arrived from it since the last check */
+    uint32_t ka_probes;  /* keepalive probes unanswered */
+    uint64_t ka_next_us; /* next keepalive probe, while it is silent */
+
     /* ---- timers ---- */
     uint32_t to_arm;     /* vfrags in tx_unacked with deadline 0 (to be armed) */
     bool on_arm_list;

@@ -796,6 +796,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
         mca_pml_dr2_leave();
         return;
     }
+    peer->ka_heard = true; /* it is alive (pml_dr2_keepalive.h) */
     for (size_t i = 0; i < desc->des_segment_count; i++) {
         len += desc->des_segments[i].seg_len;
     }

@@ -475,7 +475,7 @@ static void vfrag_start(mca_pml_dr2_vfrag_t *v, mca_pml_dr2_txmsg_t *msg, uint8_
     v->len = len;
     v->pending = pml_dr2_ackmask_full(v->nfrags);
     v->sent = v->acked = v->fast_resent = 0;
-    v->sent_at_us = 0;
+    v->sent_at_us = v->armed_at_us = 0;
     v->deadline_us = UINT64_MAX;
     v->retries = 0;
     v->retransmitted = false;
@@ -1176,6 +1176,7 @@ static void arm_timers(uint64_t now)
                     if (0 == v->sent_at_us) {
                         v->sent_at_us = now; /* first transmission left: the RTT sample's start */
                     }
+                    v->armed_at_us = now;
                     v->deadline_us = now + path_backoff_us(peer, v->path, v->retries);
                     arm_deadline(v->deadline_us);
                     peer->to_arm--;
@@ -1223,7 +1224,7 @@ int mca_pml_dr2_timers_check(uint64_t now)
                 v->retries++;
                 if (peer->npaths > 1 && mca_pml_dr2_paths_up(peer) > 1
                     && pml_dr2_path_timeout_says_down(&peer->path_state[v->path], v->retries,
-                                                      v->sent_at_us, &mca_pml_dr2.path_params)) {
+                                                      v->armed_at_us, &mca_pml_dr2.path_params)) {
                     /* a silent cut: the path goes, its vfrags (this one too) are resent on
                      * the others at once; the peer's retry limit is not involved */
                     mca_pml_dr2_path_down(peer, v->path,

@@ -134,7 +134,9 @@ typedef struct mca_pml_dr2_vfrag_t {
     uint64_t sent;     /* fragments sent at least once */
     uint64_t acked;    /* fragments the receiver holds */
     uint64_t fast_resent; /* resent on a gap since the last timer expiry */
-    uint64_t sent_at_us;  /* last transmission, for the RTT sample */
+    uint64_t sent_at_us;  /* first transmission, for the RTT sample */
+    uint64_t armed_at_us; /* when its ACK timer last started: its latest transmission had
+                           * left (pml_dr2_path_timeout_says_down) */
     uint64_t deadline_us; /* ACK timer */
     uint64_t local_mark;  /* its path's tx_handed after its last transmission: the timer
                            * starts once the BTL completed that many (pml_dr2_btlpath.h) */
