@@ -167,6 +167,7 @@ unit test_dr2_hdr
 unit test_dr2_window
 unit test_dr2_rxcheck
 unit test_dr2_copychoice
+unit test_dr2_path
 
 echo "== coll/ftrabit under mpirun (timeout ${timeout_s}s each)"
 FT=(--with-ft ulfm)
@@ -738,6 +739,111 @@ cluster_down_leaves_nothing() {
     ! ip -br link | grep -E '^(neta|netb|netc|br-net|h[0-9]+-net)'
 }
 
+# ---- pml/dr2 over two data networks: two tcp paths between h0 and h1 (test/mpi/dr2_paths) --
+# One rank on h0, one on h1, exchanging a stream whose every byte is checked. The job prints
+# "phase streaming" mid-stream; the fault is then made and the job told so through a file
+# (rank 0 runs on h0, which shares this file system); with a heal, the same after "phase
+# failed-over". Nothing waits for a time: the job moves on when its MPI_T counters show
+# the failover (or the return); the timeout ends a hang.
+DR2_PATHS=(--mca pml dr2 --mca btl tcp,self)
+
+wait_for_line() { # LOG TEXT PID: until TEXT is in LOG; 1 if the job PID ended first
+    while ! grep -aq "$2" "$1"; do
+        kill -0 "$3" 2>/dev/null || grep -aq "$2" "$1" || return 1
+        sleep 0.1
+    done
+}
+
+# dr2_paths_job LABEL MODE [MPIRUN-OPTIONS...] -- FAULT-CMD...: sets rc, timed_out and log.
+dr2_paths_job() {
+    local label=$1 mode=$2 opts=() ctl job
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    ctl=$(mktemp -d "$logs/dr2-paths-$label.XXXXXX") || return 1
+    log=$logs/dr2-paths-$label-job.log
+    : >"$log" # the phases are read from it: nothing of an earlier run
+    timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" "${DR2_PATHS[@]}" \
+        --mca pml_dr2_verbose 1 "${opts[@]}" --host "$(cluster_hosts_arg 1 2)" -np 2 \
+        "$build/test/mpi/dr2_paths" "$mode" "$ctl" </dev/null >"$log" 2>&1 &
+    job=$!
+    if [ $# -gt 0 ] && wait_for_line "$log" "phase streaming" "$job"; then
+        "$@" && touch "$ctl/cut"
+        if [ "$mode" = heal ] && wait_for_line "$log" "phase failed-over" "$job"; then
+            cluster_heal h1 && touch "$ctl/healed"
+        fi
+        if [ "$mode" = both ] && wait_for_line "$log" "rank 0: .*both networks cut" "$job" \
+               && wait_for_line "$log" "rank 1: .*both networks cut" "$job"; then
+            # Both verdicts are out: heal, so that MPI_Finalize can end. btl/tcp says goodbye
+            # on every connection with a blocking send that retries EAGAIN for ever
+            # (mca_btl_tcp_send_blocking, Open MPI 5.0.7): on a connection that a silent cut
+            # left with a full send buffer, that is until the network comes back.
+            cluster_heal h1
+        fi
+    fi
+    wait "$job"
+    rc=$?
+    timed_out=0
+    grep -aq "^timeout: sending signal" "$log" && timed_out=1
+    grep -av "copy to" "$log"
+    echo "job exit code $rc"
+    rm -rf "$ctl"
+}
+
+both_passed() { # MODE: both ranks printed their PASS verdict
+    [ "$(grep -ac "^dr2_paths: rank [01]: PASS: $1" "$log")" = 2 ]
+}
+
+cut_both_data_networks() { cluster_cut h1 neta && cluster_cut h1 netb; }
+
+# No fault: the stream goes over both networks (striping), both ranks verify every byte.
+dr2_paths_striped() {
+    local rc timed_out log
+    dr2_paths_job striped plain
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed plain
+}
+
+# neta cut under the stream: the job finishes, no byte lost or corrupted, a path went down
+# (and the cut really dropped the stream's packets).
+dr2_paths_one_network_cut() {
+    local rc timed_out log
+    dr2_paths_job cut cut -- cluster_cut h1 neta
+    echo "packets the cut dropped: $(cluster_dropped h1 neta)"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut && [ "$(cluster_dropped h1 neta)" -gt 0 ]
+}
+
+# The same with neta's interface going down on h1 instead (its sends fail at once there).
+dr2_paths_link_down() {
+    local rc timed_out log
+    dr2_paths_job link-down cut -- cluster_link_down h1 neta
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut
+}
+
+# neta cut, then healed: a probe brings the path back and fragments go on both networks
+# again (dr2_paths compares its per-path counters from the return on).
+dr2_paths_cut_then_healed() {
+    local rc timed_out log
+    dr2_paths_job heal heal -- cluster_cut h1 neta
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal && grep -aq "phase path-back" "$log"
+}
+
+# Both networks cut under a one-way stream: no path left. Under ULFM the sender's MPI_Send
+# ends with MPIX_ERR_PROC_FAILED (pml_dr2_retry_limit applies on the last path), and so does
+# the receiver's MPI_Recv, which has nothing of its own in flight: dr2's keepalive probes
+# the silent peer it waits for (pml_dr2_keepalive.h). Without ULFM the job aborts with dr2's
+# message. Never a hang.
+dr2_paths_both_cut_ulfm() {
+    local rc timed_out log
+    dr2_paths_job both-ulfm both --with-ft ulfm --mca pml_dr2_retry_limit 8 -- cut_both_data_networks
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed both
+}
+
+dr2_paths_both_cut_abort() {
+    local rc timed_out log
+    dr2_paths_job both-abort both --mca pml_dr2_retry_limit 8 -- cut_both_data_networks
+    [ "$timed_out" = 0 ] && [ "$rc" != 0 ] && grep -aq "pml/dr2 gave up on process" "$log"
+}
+
 in_cluster check cluster/hostnames cluster_hosts_have_their_names
 in_cluster check cluster/cut-stops-one-network cluster_cut_stops_one_network
 in_cluster check cluster/cut-between-two-hosts cluster_cut_between_two_hosts
@@ -758,6 +864,12 @@ in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 # hosts at once; the replacement is spawned wherever PRRTE maps it
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
 in_cluster ft_run ftr_kmeans cluster/kill-ranks-on-h1-and-h2 6 "2:7 5:7"
+in_cluster check cluster/dr2-paths-striped dr2_paths_striped
+in_cluster check cluster/dr2-paths-one-network-cut dr2_paths_one_network_cut
+in_cluster check cluster/dr2-paths-link-down dr2_paths_link_down
+in_cluster check cluster/dr2-paths-cut-then-healed dr2_paths_cut_then_healed
+in_cluster check cluster/dr2-paths-both-cut-ulfm dr2_paths_both_cut_ulfm
+in_cluster check cluster/dr2-paths-both-cut-abort dr2_paths_both_cut_abort
 in_cluster check cluster/down-leaves-nothing cluster_down_leaves_nothing
 
 echo "== installation and parameters"

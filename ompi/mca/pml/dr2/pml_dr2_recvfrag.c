@@ -759,6 +759,10 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             }
             break;
         case PML_DR2_HDR_ACK:
+            if (OPAL_UNLIKELY(hdr.flags & (PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY))) {
+                mca_pml_dr2_path_probe_received(peer, peer->rx_path, &hdr);
+                break;
+            }
             ack_arrived(peer, &hdr.ack, hdr.flags);
             break;
         case PML_DR2_HDR_NACK:
@@ -777,6 +781,7 @@ void mca_pml_dr2_drain_deferred(void)
     while (!opal_list_is_empty(&mca_pml_dr2.deferred)) {
         mca_pml_dr2_deferred_t *d = (mca_pml_dr2_deferred_t *) opal_list_remove_first(
             &mca_pml_dr2.deferred);
+        d->peer->rx_path = d->path;
         mca_pml_dr2_recv_segment(d->peer, d->data, d->len);
         OBJ_DESTRUCT(&d->super);
         free(d);
@@ -838,6 +843,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
         mca_pml_dr2_leave();
         return;
     }
+    peer->ka_heard = true; /* it is alive (pml_dr2_keepalive.h) */
     for (size_t i = 0; i < desc->des_segment_count; i++) {
         len += desc->des_segments[i].seg_len;
     }
@@ -848,6 +854,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
             size_t off = 0;
             OBJ_CONSTRUCT(&d->super, opal_list_item_t);
             d->peer = peer;
+            d->path = mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
             d->len = len;
             for (size_t i = 0; i < desc->des_segment_count; i++) {
                 memcpy(d->data + off, desc->des_segments[i].seg_addr.pval,
@@ -857,6 +864,9 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
             opal_list_append(&mca_pml_dr2.deferred, &d->super);
         }
     } else if (1 == desc->des_segment_count) {
+        /* ACKs sent alone go back on the path that delivered (pml_dr2_pending_ack_t) */
+        peer->rx_path = OPAL_LIKELY(1 == peer->npaths) ? 0
+                                                       : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
         mca_pml_dr2_recv_segment(peer, desc->des_segments[0].seg_addr.pval, len);
     }
     mca_pml_dr2_leave();

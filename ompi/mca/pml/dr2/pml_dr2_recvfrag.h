@@ -62,6 +62,7 @@ typedef pml_dr2_rx_vfrag_t mca_pml_dr2_rx_vfrag_t;
 typedef struct {
     opal_list_item_t super;
     mca_pml_dr2_peer_t *peer;
+    int path; /* the peer's path it came on */
     size_t len;
     unsigned char data[];
 } mca_pml_dr2_deferred_t;
