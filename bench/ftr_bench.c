@@ -7,9 +7,10 @@
  *   TRIAL_SECONDS     about how long one trial should take (default 0.06)
  *   CHECKPOINT_EVERY  FTR_Checkpoint after this many FTR calls, outside the timed
  *                     loop (default 0: after every trial). Before the trials of each
- *                     size, one untimed interval of that many calls: the first interval
- *                     with a new size fills the result pool (its pages fault in once);
- *                     the trials measure the steady state an application sees from its
+ *                     size, two untimed intervals of that many calls: the first interval
+ *                     with a new size fills the result pool (its pages fault in once),
+ *                     the second is the steady state, where the memory is reported; the
+ *                     trials measure the steady state an application sees from its
  *                     second checkpoint interval on.
  *
  * In one job, on the communicator FTR_Init returns, it times the same in-place operation
@@ -31,10 +32,11 @@
  *   BYTES MPI_USEC FTR_USEC RATIO RATIO_MIN RATIO_MAX RATIO_PAIRED KEPT HELD_KEPT HELD_BETWEEN
  * per trial the slowest rank's mean time per call; per variant the median over trials;
  * RATIO = FTR_USEC / MPI_USEC; RATIO_MIN/MAX/PAIRED: lowest, highest and median of the
- * trials' paired ratios. Memory (FTR_Cache_memory, the largest over the ranks, during the
- * trials of this size): KEPT, the results held right before a checkpoint; HELD_KEPT, the
- * bytes held then (results, pool, index); HELD_BETWEEN, the bytes held right after a
- * checkpoint, until the next interval's results reuse them.
+ * trials' paired ratios. Memory (FTR_Cache_memory, the largest over the ranks, at the end of
+ * the second untimed interval, or with CHECKPOINT_EVERY 0 at the checkpoints after the
+ * trials): KEPT, the results held right before the checkpoint; HELD_KEPT, the bytes held
+ * then (results, pool, index); HELD_BETWEEN, the bytes held right after it, until the next
+ * interval's results reuse them.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -66,10 +68,14 @@ static long since_checkpoint, checkpoint_every;
 
 /* What the cache held at the checkpoints of the current size (largest seen). */
 static unsigned long mem_kept, mem_held_kept, mem_held_between;
+static int mem_sampling = 1;
 
 static void sample_memory(int before_checkpoint)
 {
     size_t results, bytes, held;
+    if (!mem_sampling) {
+        return;
+    }
     CHECK(FTR_Cache_memory(world, &results, &bytes, &held));
     if (before_checkpoint) {
         mem_kept = results > mem_kept ? results : mem_kept;
@@ -233,11 +239,18 @@ int main(int argc, char **argv)
         int n = (int) count;
         verify(n, rank, size);
         long iters = calibrate(n, trial_sec);
-        for (long i = 0; i < checkpoint_every; i++) { /* the first interval: untimed */
-            run_once(1, n);
+        for (int interval = 0; interval < 2 && checkpoint_every > 0; interval++) {
+            mem_sampling = interval == 1; /* the steady state's memory */
+            mem_kept = mem_held_kept = mem_held_between = 0;
+            for (long i = 0; i < checkpoint_every; i++) {
+                run_once(1, n);
+            }
+            maybe_checkpoint(1);
         }
-        maybe_checkpoint(1);
-        mem_kept = mem_held_kept = mem_held_between = 0;
+        mem_sampling = 0 == checkpoint_every;
+        if (mem_sampling) {
+            mem_kept = mem_held_kept = mem_held_between = 0;
+        }
         for (int t = 0; t < trials; t++) {
             if (t % 2) {
                 t_ftr[t] = time_batch(1, n, iters);
@@ -248,7 +261,7 @@ int main(int argc, char **argv)
             }
             ratio[t] = t_ftr[t] / t_mpi[t];
         }
-        maybe_checkpoint(1); /* so that every size reports a checkpoint's memory */
+        maybe_checkpoint(1); /* the next size starts with an empty cache */
         unsigned long mem[3] = {mem_kept, mem_held_kept, mem_held_between}, mem_max[3];
         CHECK(MPI_Allreduce(mem, mem_max, 3, MPI_UNSIGNED_LONG, MPI_MAX, MPI_COMM_WORLD));
         if (0 == rank) {
