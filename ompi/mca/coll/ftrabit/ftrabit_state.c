@@ -20,6 +20,25 @@ ftrabit_settings_t ftrabit_settings = {
 };
 
 static int ftrabit_keyval = MPI_KEYVAL_INVALID;
+static ftrabit_state_t *ftrabit_states; /* every state of this process */
+
+ftrabit_state_t *ftrabit_state_first(void)
+{
+    return ftrabit_states;
+}
+
+/* The application freed its handle (or recovery freed the one it replaced): the state and
+ * its own communicator stay, for the final agreement. */
+static int ftrabit_app_comm_deleted(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    ftrabit_state_t *st = attr;
+    (void) keyval;
+    (void) extra;
+    if (NULL != st && st->app_comm == comm) {
+        st->app_comm = MPI_COMM_NULL;
+    }
+    return MPI_SUCCESS;
+}
 
 ftrabit_state_t *ftrabit_state_of(MPI_Comm comm)
 {
@@ -33,15 +52,22 @@ ftrabit_state_t *ftrabit_state_of(MPI_Comm comm)
     return found ? st : NULL;
 }
 
-void ftrabit_state_attach(ftrabit_state_t *st, MPI_Comm comm)
+int ftrabit_state_hand_out(ftrabit_state_t *st, MPI_Comm *app)
 {
     if (MPI_KEYVAL_INVALID == ftrabit_keyval) {
         /* No copy function: a dup of an FTR communicator is a plain communicator. */
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &ftrabit_keyval,
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ftrabit_app_comm_deleted, &ftrabit_keyval,
                                NULL);
     }
-    st->comm = comm;
-    MPI_Comm_set_attr(comm, ftrabit_keyval, st);
+    int err = MPI_Comm_dup(st->comm, app);
+    if (MPI_SUCCESS != err) {
+        *app = MPI_COMM_NULL;
+        return err;
+    }
+    MPI_Comm_set_errhandler(*app, MPI_ERRORS_RETURN);
+    MPI_Comm_set_attr(*app, ftrabit_keyval, st);
+    st->app_comm = *app;
+    return MPI_SUCCESS;
 }
 
 ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
@@ -50,12 +76,15 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
     if (NULL == st) {
         return NULL;
     }
+    st->comm = comm;
+    st->app_comm = MPI_COMM_NULL;
     st->orig_rank = orig_rank;
     st->orig_size = orig_size;
     ftrabit_cache_init(&st->results);
     ftrabit_bootstrap_init(&st->bootstrap);
     st->restart_version = 0;
-    ftrabit_state_attach(st, comm);
+    st->next = ftrabit_states;
+    ftrabit_states = st;
     return st;
 }
 
@@ -74,6 +103,26 @@ void ftrabit_state_free(ftrabit_state_t *st)
     }
     free(st->replicas);
     free(st);
+}
+
+void ftrabit_state_release_all(void)
+{
+    while (NULL != ftrabit_states) {
+        ftrabit_state_t *st = ftrabit_states;
+        ftrabit_states = st->next;
+        if (MPI_COMM_NULL != st->app_comm) {
+            /* Not &st->app_comm: the delete callback clears it while MPI_Comm_free runs. */
+            MPI_Comm app = st->app_comm;
+            MPI_Comm_free(&app);
+        }
+        if (MPI_COMM_NULL != st->comm) {
+            MPI_Comm_free(&st->comm);
+        }
+        ftrabit_state_free(st);
+    }
+    if (MPI_KEYVAL_INVALID != ftrabit_keyval) {
+        MPI_Comm_free_keyval(&ftrabit_keyval);
+    }
 }
 
 /* An int-valued control variable, or `fallback` when coll/ftrabit is not loaded. */
