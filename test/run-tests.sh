@@ -331,6 +331,14 @@ ft last-collective/kill-rank0-before-bcast 4 "0:31:before-bcast" -- --iterations
 ft last-collective/kill-rank3-after-allreduce 4 "3:31:after-allreduce" -- --iterations 32 \
     --keep-comm
 check ft/last-collective/shrink-kill-rank1-before-bcast/np4 last_collective_shrink
+# Datatypes whose elements are not packed end to end (MPI_DOUBLE_INT with MINLOC, a resized
+# int, a strided vector) replayed to a replacement, from the cache and from the bootstrap
+# table (kill before the first checkpoint): cached results used to be copied as if the
+# elements were true-extent apart.
+ft_run test/mpi/ft_types types/kill-rank1 4 "1:7"
+ft_run test/mpi/ft_types types/kill-rank0-before-first-checkpoint 4 "0:3"
+ft_run test/mpi/ft_types types/kill-two-at-once 5 "2:12 3:12"
+ft_run test/mpi/ft_types types/result-replicas-2 6 "1:8" --mca coll_ftrabit_result_replicas 2
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink

@@ -153,15 +153,20 @@ int FTR_Finalize(void)
 
 /* ---- typed copies (the datatype may be non-contiguous) ----------------------------- */
 
+/* Are `count` elements of `type` at buf exactly the *bytes bytes from buf on? Each element
+ * must be dense (its true extent is its size, starting at buf) and, with more than one, the
+ * next one must start where it ends: elements are `extent` apart, not `true extent` (a
+ * struct such as MPI_DOUBLE_INT has 12 bytes of data in an extent of 16). */
 static int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
 {
-    MPI_Aint lb, extent;
+    MPI_Aint lb, extent, true_lb, true_extent;
     int size;
 
     MPI_Type_size(type, &size);
-    MPI_Type_get_true_extent(type, &lb, &extent);
+    MPI_Type_get_extent(type, &lb, &extent);
+    MPI_Type_get_true_extent(type, &true_lb, &true_extent);
     *bytes = (size_t) size * (size_t) count;
-    return 0 == lb && (count <= 1 ? extent == size : (MPI_Aint) *bytes == (extent * count));
+    return 0 == true_lb && true_extent == size && (count <= 1 || extent == size);
 }
 
 /* Pack `count` elements of `type` at buf into a new contiguous blob. */
