@@ -311,6 +311,10 @@ ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
 ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
 ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
+# 140 collectives since the (only) checkpoint, the start: the replacement's results come in
+# ~70 runs from alternating keepers, more than the transfer table used to hold.
+ft result-replicas-2/140-collectives-behind 6 "1:70" --mca coll_ftrabit_result_replicas 2 \
+    -- --iterations 80 --checkpoint-every 100
 ft shrink/kill-one 4 "1:7" --mca coll_ftrabit_recovery shrink
 ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recovery shrink
 # The root finishes its broadcast and reaches FTR_Checkpoint's agreement while the others
