@@ -648,6 +648,65 @@ in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 # hosts at once; the replacement is spawned wherever PRRTE maps it
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
 in_cluster ft_run ftr_kmeans cluster/kill-ranks-on-h1-and-h2 6 "2:7 5:7"
+# ---- a whole node lost (Open MPI patch 0002, docs/node-loss.md) ----
+# wait_for_file_text SECONDS FILE TEXT: until FILE holds TEXT; 1 if it never did.
+wait_for_file_text() {
+    local i
+    for ((i = 0; i < $1 * 10; i++)); do
+        grep -aq "$3" "$2" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# node_loss_job LOG OPTIONS...: start ft_node_loss (6 ranks, 2 per host, 4 survivors) in the
+# background across the cluster; its rank 0 says "iterating" once every rank runs, and the
+# job loops until something fails. Sets $job. It tests Open MPI's own ULFM collectives
+# (coll ^ftrabit: ftrabit's allreduce is for jobs using the FTR_* API).
+node_loss_job() {
+    local log=$1
+    shift
+    timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" -np 6 \
+        "$build/test/mpi/ft_node_loss" 4 </dev/null >"$log" 2>&1 &
+    job=$!
+}
+
+# node_loss_kill_h2 LOG: once the job runs, kill h2 (its PRRTE daemon and ranks 4 and 5), and
+# wait for the job's end; sets $rc.
+node_loss_kill_h2() {
+    local log=$1
+    if ! wait_for_file_text 60 "$log" "^ft_node_loss: iterating"; then
+        echo "the job never started iterating"; kill "$job"; wait "$job"; cat "$log"; return 1
+    fi
+    cluster_kill_host h2 || return 1
+    wait "$job"
+    rc=$?
+    cat "$log"
+    echo "job exit code $rc"
+    ! grep -aq "^timeout: sending signal" "$log" || { echo "HANG: ranks that never finished: $(missing_ranks "$log" 4)"; return 1; }
+}
+
+# Under ULFM the job runs on: the survivors see MPI_ERR_PROC_FAILED, revoke, shrink to 4
+# ranks, agree, and MPI_Finalize returns on each (its PMIx fence leaves h2 out).
+node_loss_ulfm_runs_on() {
+    local job rc log=$logs/cluster-node-loss-ulfm.log
+    node_loss_job "$log" "${FT[@]}" --mca coll ^ftrabit
+    node_loss_kill_h2 "$log" || return 1
+    grep -aq "lost daemon .* on node h2" "$log" || { echo "mpirun did not report the lost daemon"; return 1; }
+    [ -z "$(missing_ranks "$log" 4)" ] || { echo "ranks that did not finish: $(missing_ranks "$log" 4)"; return 1; }
+    grep -aq "^mpitest ft_node_loss: np 6: PASS" "$log"
+}
+
+# Without ULFM nothing changes: the job ends at the loss, with PRRTE's message, no hang.
+node_loss_ends_a_job_without_ulfm() {
+    local job rc log=$logs/cluster-node-loss-no-ulfm.log
+    node_loss_job "$log" --mca coll ^ftrabit
+    node_loss_kill_h2 "$log" || return 1
+    grep -aq "lost communication with a remote daemon" "$log" && ! grep -aq "PASS" "$log"
+}
+
+in_cluster check cluster/node-loss/ulfm-runs-on node_loss_ulfm_runs_on
+in_cluster check cluster/node-loss/no-ulfm-ends-the-job node_loss_ends_a_job_without_ulfm
 in_cluster check cluster/down-leaves-nothing cluster_down_leaves_nothing
 
 echo "== installation and parameters"
