@@ -671,41 +671,63 @@ node_loss_job() {
     job=$!
 }
 
-# node_loss_kill_h2 LOG: once the job runs, kill h2 (its PRRTE daemon and ranks 4 and 5), and
-# wait for the job's end; sets $rc.
-node_loss_kill_h2() {
-    local log=$1
+# ranks_not_done LOG RANKS...: those of RANKS that did not print "mpitest: rank R done".
+ranks_not_done() {
+    local log=$1 r missing=""
+    shift
+    for r in "$@"; do grep -aq "^mpitest: rank $r done" "$log" || missing="$missing $r"; done
+    echo "${missing# }"
+}
+
+# node_loss_kill HOST LOG SURVIVORS...: once the job runs, kill HOST (its PRRTE daemon and its
+# two ranks) and wait for the job's end; sets $rc. SURVIVORS name the ranks on the other
+# hosts, for the message of a hang.
+node_loss_kill() {
+    local host=$1 log=$2
+    shift 2
     if ! wait_for_file_text 60 "$log" "^ft_node_loss: iterating"; then
         echo "the job never started iterating"; kill "$job"; wait "$job"; cat "$log"; return 1
     fi
-    cluster_kill_host h2 || return 1
+    cluster_kill_host "$host" || return 1
     wait "$job"
     rc=$?
     cat "$log"
     echo "job exit code $rc"
-    ! grep -aq "^timeout: sending signal" "$log" || { echo "HANG: ranks that never finished: $(missing_ranks "$log" 4)"; return 1; }
+    ! grep -aq "^timeout: sending signal" "$log" \
+        || { echo "HANG: ranks that never finished: $(ranks_not_done "$log" "$@")"; return 1; }
 }
 
-# Under ULFM the job runs on: the survivors see MPI_ERR_PROC_FAILED, revoke, shrink to 4
-# ranks, agree, and MPI_Finalize returns on each (its PMIx fence leaves h2 out).
-node_loss_ulfm_runs_on() {
-    local job rc log=$logs/cluster-node-loss-ulfm.log
-    node_loss_job "$log" "${FT[@]}" --mca coll ^ftrabit
-    node_loss_kill_h2 "$log" || return 1
-    grep -aq "lost daemon .* on node h2" "$log" || { echo "mpirun did not report the lost daemon"; return 1; }
-    [ -z "$(missing_ranks "$log" 4)" ] || { echo "ranks that did not finish: $(missing_ranks "$log" 4)"; return 1; }
+# node_loss_runs_on HOST SURVIVORS -- OPTIONS...: under ULFM the job runs on: the survivors
+# see MPI_ERR_PROC_FAILED, revoke, shrink to 4 ranks, agree, and MPI_Finalize returns on
+# each (its PMIx fence leaves HOST out).
+node_loss_runs_on() {
+    local host=$1 survivors=() job rc log=$logs/cluster-node-loss-$1.log
+    shift
+    while [ "$1" != "--" ]; do survivors+=("$1"); shift; done
+    shift
+    node_loss_job "$log" "${FT[@]}" --mca coll ^ftrabit "$@"
+    node_loss_kill "$host" "$log" "${survivors[@]}" || return 1
+    grep -aq "lost daemon .* on node $host" "$log" || { echo "mpirun did not report the lost daemon"; return 1; }
+    [ -z "$(ranks_not_done "$log" "${survivors[@]}")" ] \
+        || { echo "ranks that did not finish: $(ranks_not_done "$log" "${survivors[@]}")"; return 1; }
     grep -aq "^mpitest ft_node_loss: np 6: PASS" "$log"
 }
+# h2 (ranks 4 and 5) lost: its daemon is a leaf of the routing tree (radix 64)
+node_loss_ulfm_runs_on() { node_loss_runs_on h2 0 1 2 3 --; }
+# h1 (ranks 2 and 3) lost in a chain (routed_radix 1: daemon 2's parent is daemon 1): daemon
+# 2 loses its parent and must be adopted by the HNP, or it exits and takes h2 with it
+node_loss_route_repaired() { node_loss_runs_on h1 0 1 4 5 -- --prtemca routed_radix 1; }
 
 # Without ULFM nothing changes: the job ends at the loss, with PRRTE's message, no hang.
 node_loss_ends_a_job_without_ulfm() {
     local job rc log=$logs/cluster-node-loss-no-ulfm.log
     node_loss_job "$log" --mca coll ^ftrabit
-    node_loss_kill_h2 "$log" || return 1
+    node_loss_kill h2 "$log" 0 1 2 3 || return 1
     grep -aq "lost communication with a remote daemon" "$log" && ! grep -aq "PASS" "$log"
 }
 
 in_cluster check cluster/node-loss/ulfm-runs-on node_loss_ulfm_runs_on
+in_cluster check cluster/node-loss/route-repaired node_loss_route_repaired
 in_cluster check cluster/node-loss/no-ulfm-ends-the-job node_loss_ends_a_job_without_ulfm
 in_cluster check cluster/down-leaves-nothing cluster_down_leaves_nothing
 
