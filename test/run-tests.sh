@@ -142,7 +142,7 @@ ompi_info_lists_ftrabit() {
           "$OMPI_PREFIX/bin/ompi_info" --param coll ftrabit --level 9) || return 1
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
-             bcast_pipeline_min_bytes bcast_segment_bytes; do
+             bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib; do
         grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
     done
 }
@@ -157,9 +157,19 @@ invalid_segment_size_is_refused() {
     [ $rc -eq 0 ] && grep -aq "coll_ftrabit_bcast_segment_bytes has an invalid value" "$out"
 }
 
+invalid_pool_bound_is_refused() {
+    local out=$logs/invalid-pool-bound.out rc
+    timeout -k 10 "$timeout_s" "${mpirun[@]}" --mca coll_ftrabit_result_pool_mib -2 -np 2 \
+        "$build/test/mpi/coll_selection" excluded </dev/null >"$out" 2>&1
+    rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] && grep -aq "coll_ftrabit_result_pool_mib has an invalid value" "$out"
+}
+
 echo "== unit tests"
 unit test_schedule
 unit test_ftrabit_cache
+unit test_ftrabit_pool
 unit test_ftrabit_bootstrap
 unit test_ftrabit_recovery
 unit test_dr2_crc
@@ -167,6 +177,7 @@ unit test_dr2_hdr
 unit test_dr2_window
 unit test_dr2_rxcheck
 unit test_dr2_copychoice
+unit test_dr2_path
 
 echo "== coll/ftrabit under mpirun (timeout ${timeout_s}s each)"
 FT=(--with-ft ulfm)
@@ -193,7 +204,8 @@ mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" 
     test/mpi/coll_mismatch -- fatal
 
 # ---- fault tests: real SIGKILLs under ULFM ------------------------------------------------
-# ft_run PROG LABEL NP KILLS [mpirun options...]: examples/PROG with the given --kill specs
+# ft_run PROG LABEL NP KILLS [mpirun options...] [-- program options...]: examples/PROG
+# (or PROG under the build directory when it names a directory) with the given --kill specs
 # must end with the same fingerprint as a run without failures (respawn: a replacement
 # must have run), or, under the shrink policy, with the same fingerprint as a second run
 # with the same kills (the dead ranks' data is gone, so only determinism can be checked).
@@ -203,10 +215,14 @@ ft_fingerprint() { sed -n 's/^final .* fingerprint \([0-9a-f]*\).*/\1/p' "$1" | 
 # KILLS: R:I[:WHERE] kills rank R at iteration I (the program's --kill); on the cluster,
 # hN:I kills every process of host hN once some rank is done with iteration I (ftr_kmeans
 # --timeline tells; cluster_kill_host_when watches the log).
-ft_launch() { # ft_launch PROG LOG NP KILLS [mpirun options...]
+ft_launch() { # ft_launch PROG LOG NP KILLS [mpirun options...] [-- program options...]
     local prog=$1 log=$2 np=$3 kills=$4
     shift 4
-    local args=() marks="" watchers=() k w
+    local opts=() args=() marks="" watchers=() k w bin=$build/examples/$prog
+    [[ "$prog" == */* ]] && bin=$build/$prog
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    args=("$@")
     if [ "$prog" = ftr_kmeans ]; then
         marks=$(mktemp -d)
         args+=(--kill-marks "$marks")
@@ -222,8 +238,8 @@ ft_launch() { # ft_launch PROG LOG NP KILLS [mpirun options...]
             *) args+=(--kill "$k") ;;
         esac
     done
-    run_timed "$ft_timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm "$@" -np "$np" \
-        "$build/examples/$prog" "${args[@]}"
+    run_timed "$ft_timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm "${opts[@]}" \
+        -np "$np" "$bin" "${args[@]}"
     for w in "${watchers[@]}"; do kill "$w" 2>/dev/null; wait "$w" 2>/dev/null; done
     [ -n "$marks" ] && rm -rf "$marks"
     return 0
@@ -294,6 +310,20 @@ recovery_timeout_ends_the_job() {
     [ $timed_out = 0 ] && grep -q "recovery did not finish within coll_ftrabit_recovery_timeout" "$log"
 }
 
+# Shrink, rank 1 dies right before the last broadcast: the root has finished it and printed
+# the result (of all four ranks' data: the failure-free one) when the others recover in
+# FTR_Finalize's agreement; the job must end there, not hang.
+last_collective_shrink() {
+    local log=$logs/ft-last-collective-shrink.log rc timed_out reference
+    ft_launch ftr_kmeans "$log.reference" 4 "" -- --iterations 32
+    reference=$(ft_fingerprint "$log.reference")
+    ft_launch ftr_kmeans "$log" 4 "1:31:before-bcast" --mca coll_ftrabit_recovery shrink \
+        -- --iterations 32
+    cat "$log"
+    [ $timed_out = 0 ] && [ -n "$reference" ] && [ "$(ft_fingerprint "$log")" = "$reference" ] \
+        && grep -q "recovered from a process failure .*(shrink; 3 ranks" "$log"
+}
+
 echo "== coll/ftrabit fault tolerance (FTR_* API), real SIGKILL (timeout ${ft_timeout_s}s each)"
 ft kill-rank1-after-checkpoint 4 "1:7"
 ft kill-rank0-before-first-checkpoint 4 "0:3"
@@ -317,6 +347,10 @@ ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
 ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
 ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
+# 140 collectives since the (only) checkpoint, the start: the replacement's results come in
+# ~70 runs from alternating keepers, more than the transfer table used to hold.
+ft result-replicas-2/140-collectives-behind 6 "1:70" --mca coll_ftrabit_result_replicas 2 \
+    -- --iterations 80 --checkpoint-every 100
 ft shrink/kill-one 4 "1:7" --mca coll_ftrabit_recovery shrink
 ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recovery shrink
 # The root finishes its broadcast and reaches FTR_Checkpoint's agreement while the others
@@ -324,11 +358,42 @@ ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recove
 ft shrink/kill-rank0-then-two 5 "0:4 2:9:before-bcast 3:9:before-bcast" \
     --mca coll_ftrabit_recovery shrink
 ft kill-two-before-bcast-then-checkpoint 5 "2:9:before-bcast 3:9:before-bcast"
+# The application keeps the communicator FTR_Init gave it (MPI allows it): a replacement
+# used to wait for ever in MPI_Finalize, disconnecting from the job that spawned it.
+ft keep-comm/kill-rank1 4 "1:7" -- --keep-comm
+ft keep-comm/kill-two-in-sequence 4 "2:3 1:13:after-allreduce" -- --keep-comm
+# A failure right before the job's last collective, no checkpoint after it (32 iterations,
+# checkpoints every 5): ranks that completed it meet the others in FTR_Finalize's agreement
+# and recover with them (they used to be gone into MPI_Finalize while the others waited);
+# rank 0 dying there must still print the result.
+ft last-collective/kill-rank1-before-bcast 4 "1:31:before-bcast" -- --iterations 32
+ft last-collective/kill-rank0-before-bcast 4 "0:31:before-bcast" -- --iterations 32
+ft last-collective/kill-rank3-after-allreduce 4 "3:31:after-allreduce" -- --iterations 32 \
+    --keep-comm
+check ft/last-collective/shrink-kill-rank1-before-bcast/np4 last_collective_shrink
+# Datatypes whose elements are not packed end to end (MPI_DOUBLE_INT with MINLOC, a resized
+# int, a strided vector) replayed to a replacement, from the cache and from the bootstrap
+# table (kill before the first checkpoint): cached results used to be copied as if the
+# elements were true-extent apart.
+ft_run test/mpi/ft_types types/kill-rank1 4 "1:7"
+ft_run test/mpi/ft_types types/kill-rank0-before-first-checkpoint 4 "0:3"
+ft_run test/mpi/ft_types types/kill-two-at-once 5 "2:12 3:12"
+ft_run test/mpi/ft_types types/result-replicas-2 6 "1:8" --mca coll_ftrabit_result_replicas 2
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
+# Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked
+# exactly, kept on the right ranks, replayed to a replacement; steady state holds the same
+# memory at every checkpoint.
+mpi ft/results/memory 4 pass test/mpi/ft_results --with-ft ulfm -- --memory 0
+mpi ft/results/memory-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --memory 2
+mpi ft/results/kill-rank1 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:6
+mpi ft/results/kill-rank0-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --kill 0:6
+mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:9
 mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
 mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
     -- mismatch
@@ -454,6 +519,52 @@ dr2_unreachable_ulfm() {
 check dr2/unreachable-peer-ulfm dr2_unreachable_ulfm
 mpi dr2/unreachable-peer-ends-the-job 2 "abort:pml/dr2 gave up on process" \
     test/mpi/dr2_unreachable "${DR2[@]}" "${GIVE_UP[@]}"
+# A receiver that goes silent after acknowledging a rendezvous' RNDV (dr2_silent: it
+# leaves MPI for good): the sender's resends of the RNDV count against the retry limit too,
+# so its MPI_Send ends in MPIX_ERR_PROC_FAILED instead of waiting for a go-ahead for ever.
+dr2_silent_receiver() {
+    local rc timed_out log=$logs/dr2-silent-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" "${FT[@]}" "${GIVE_UP[@]}" \
+        -np 2 "$build/test/mpi/dr2_silent"
+    cat "$log"
+    grep -aq "dr2_silent: rank 0: PASS" "$log"
+}
+check dr2/silent-receiver-after-rndv dr2_silent_receiver
+
+# ULFM revoke (dr2_revoke): messages that reach a process after it revoked their
+# communicator are dropped there but acknowledged (their sender must not resend them for
+# ever and jam its window to that process for every communicator: 3,000 messages on
+# another communicator follow); a small synchronous send no receive matched never
+# succeeds; no receive on a revoked communicator completes with MPI_SUCCESS.
+mpi dr2/revoke-inflight-eager 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- inflight 8 200
+mpi dr2/revoke-inflight-multifrag 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" \
+    --mca pml_dr2_frag_size 1024 --mca pml_dr2_eager_limit 8192 -- inflight 6000 100
+mpi dr2/revoke-ssend 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- ssend
+# A send interrupted by a process failure (dr2_seqhole: a bcast rank 2 dies in, whose
+# message to rank 1 waits for a window of one vfrag) still reaches its live receiver, to
+# be dropped there: abandoned, it would leave a hole in the matching sequence that the
+# next point-to-point message between the survivors waits behind for ever.
+dr2_seqhole() {
+    local rc timed_out log=$logs/dr2-seqhole-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" "${FT[@]}" --mca pml_dr2_window 1 \
+        --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm 1 \
+        -np 3 "$build/test/mpi/dr2_seqhole"
+    cat "$log"
+    [ "$timed_out" = 0 ] || { echo "HANG after ${timeout_s}s"; return 1; }
+    ! grep -aq "dr2_seqhole: rank .*: FAIL" "$log" || return 1
+    [ "$(grep -ac "dr2_seqhole: rank .*: PASS" "$log")" = 3 ]
+}
+check dr2/seqhole-interrupted-send dr2_seqhole
+# Out of memory at the receiver (pml_dr2_inject_nomem): an unexpected eager message that
+# cannot be buffered is neither lost nor a hole in the matching order (resent, placed
+# later); a non-contiguous receive without memory for its staging copy ends with
+# MPI_ERR_NO_MEM, and the traffic behind it flows.
+mpi dr2/nomem-unexpected 2 pass test/mpi/dr2_nomem "${DR2[@]}" --mca pml_dr2_inject_nomem 0.5 \
+    -- unexpected 300
+mpi dr2/nomem-unexpected-multifrag 2 pass test/mpi/dr2_nomem "${DR2[@]}" \
+    --mca pml_dr2_inject_nomem 0.3 --mca pml_dr2_frag_size 1024 -- unexpected 200
+mpi dr2/nomem-noncontig 2 pass test/mpi/dr2_nomem "${DR2[@]}" --mca pml_dr2_inject_nomem 1 \
+    --mca pml_dr2_frag_size 1024 -- noncontig
 
 ompi_info_lists_dr2() {
     local out
@@ -462,7 +573,7 @@ ompi_info_lists_dr2() {
     echo "$out"
     for p in priority frag_size eager_limit checksum crc32c_impl copy ack_timeout_us ack_timeout_min_us \
              ack_timeout_max_us retry_limit local_timeout_us window verbose inject_drop inject_corrupt inject_dup \
-             inject_seed; do
+             inject_nomem inject_seed; do
         grep -q "parameter \"pml_dr2_$p\"" <<<"$out" || { echo "missing pml_dr2_$p"; return 1; }
     done
 }
@@ -692,6 +803,111 @@ cluster_down_leaves_nothing() {
     ! ip -br link | grep -E '^(neta|netb|netc|br-net|h[0-9]+-net)'
 }
 
+# ---- pml/dr2 over two data networks: two tcp paths between h0 and h1 (test/mpi/dr2_paths) --
+# One rank on h0, one on h1, exchanging a stream whose every byte is checked. The job prints
+# "phase streaming" mid-stream; the fault is then made and the job told so through a file
+# (rank 0 runs on h0, which shares this file system); with a heal, the same after "phase
+# failed-over". Nothing waits for a time: the job moves on when its MPI_T counters show
+# the failover (or the return); the timeout ends a hang.
+DR2_PATHS=(--mca pml dr2 --mca btl tcp,self)
+
+wait_for_line() { # LOG TEXT PID: until TEXT is in LOG; 1 if the job PID ended first
+    while ! grep -aq "$2" "$1"; do
+        kill -0 "$3" 2>/dev/null || grep -aq "$2" "$1" || return 1
+        sleep 0.1
+    done
+}
+
+# dr2_paths_job LABEL MODE [MPIRUN-OPTIONS...] -- FAULT-CMD...: sets rc, timed_out and log.
+dr2_paths_job() {
+    local label=$1 mode=$2 opts=() ctl job
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    ctl=$(mktemp -d "$logs/dr2-paths-$label.XXXXXX") || return 1
+    log=$logs/dr2-paths-$label-job.log
+    : >"$log" # the phases are read from it: nothing of an earlier run
+    timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" "${DR2_PATHS[@]}" \
+        --mca pml_dr2_verbose 1 "${opts[@]}" --host "$(cluster_hosts_arg 1 2)" -np 2 \
+        "$build/test/mpi/dr2_paths" "$mode" "$ctl" </dev/null >"$log" 2>&1 &
+    job=$!
+    if [ $# -gt 0 ] && wait_for_line "$log" "phase streaming" "$job"; then
+        "$@" && touch "$ctl/cut"
+        if [ "$mode" = heal ] && wait_for_line "$log" "phase failed-over" "$job"; then
+            cluster_heal h1 && touch "$ctl/healed"
+        fi
+        if [ "$mode" = both ] && wait_for_line "$log" "rank 0: .*both networks cut" "$job" \
+               && wait_for_line "$log" "rank 1: .*both networks cut" "$job"; then
+            # Both verdicts are out: heal, so that MPI_Finalize can end. btl/tcp says goodbye
+            # on every connection with a blocking send that retries EAGAIN for ever
+            # (mca_btl_tcp_send_blocking, Open MPI 5.0.7): on a connection that a silent cut
+            # left with a full send buffer, that is until the network comes back.
+            cluster_heal h1
+        fi
+    fi
+    wait "$job"
+    rc=$?
+    timed_out=0
+    grep -aq "^timeout: sending signal" "$log" && timed_out=1
+    grep -av "copy to" "$log"
+    echo "job exit code $rc"
+    rm -rf "$ctl"
+}
+
+both_passed() { # MODE: both ranks printed their PASS verdict
+    [ "$(grep -ac "^dr2_paths: rank [01]: PASS: $1" "$log")" = 2 ]
+}
+
+cut_both_data_networks() { cluster_cut h1 neta && cluster_cut h1 netb; }
+
+# No fault: the stream goes over both networks (striping), both ranks verify every byte.
+dr2_paths_striped() {
+    local rc timed_out log
+    dr2_paths_job striped plain
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed plain
+}
+
+# neta cut under the stream: the job finishes, no byte lost or corrupted, a path went down
+# (and the cut really dropped the stream's packets).
+dr2_paths_one_network_cut() {
+    local rc timed_out log
+    dr2_paths_job cut cut -- cluster_cut h1 neta
+    echo "packets the cut dropped: $(cluster_dropped h1 neta)"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut && [ "$(cluster_dropped h1 neta)" -gt 0 ]
+}
+
+# The same with neta's interface going down on h1 instead (its sends fail at once there).
+dr2_paths_link_down() {
+    local rc timed_out log
+    dr2_paths_job link-down cut -- cluster_link_down h1 neta
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut
+}
+
+# neta cut, then healed: a probe brings the path back and fragments go on both networks
+# again (dr2_paths compares its per-path counters from the return on).
+dr2_paths_cut_then_healed() {
+    local rc timed_out log
+    dr2_paths_job heal heal -- cluster_cut h1 neta
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal && grep -aq "phase path-back" "$log"
+}
+
+# Both networks cut under a one-way stream: no path left. Under ULFM the sender's MPI_Send
+# ends with MPIX_ERR_PROC_FAILED (pml_dr2_retry_limit applies on the last path), and so does
+# the receiver's MPI_Recv, which has nothing of its own in flight: dr2's keepalive probes
+# the silent peer it waits for (pml_dr2_keepalive.h). Without ULFM the job aborts with dr2's
+# message. Never a hang.
+dr2_paths_both_cut_ulfm() {
+    local rc timed_out log
+    dr2_paths_job both-ulfm both --with-ft ulfm --mca pml_dr2_retry_limit 8 -- cut_both_data_networks
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed both
+}
+
+dr2_paths_both_cut_abort() {
+    local rc timed_out log
+    dr2_paths_job both-abort both --mca pml_dr2_retry_limit 8 -- cut_both_data_networks
+    [ "$timed_out" = 0 ] && [ "$rc" != 0 ] && grep -aq "pml/dr2 gave up on process" "$log"
+}
+
 in_cluster check cluster/hostnames cluster_hosts_have_their_names
 in_cluster check cluster/cut-stops-one-network cluster_cut_stops_one_network
 in_cluster check cluster/cut-between-two-hosts cluster_cut_between_two_hosts
@@ -712,12 +928,137 @@ in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 # spawned wherever PRRTE maps it. Not here yet: a second recovery across hosts (e.g. kills
 # "2:7 5:12") never ends today (docs/cluster.md, "Found with the cluster").
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
+in_cluster check cluster/dr2-paths-striped dr2_paths_striped
+in_cluster check cluster/dr2-paths-one-network-cut dr2_paths_one_network_cut
+in_cluster check cluster/dr2-paths-link-down dr2_paths_link_down
+in_cluster check cluster/dr2-paths-cut-then-healed dr2_paths_cut_then_healed
+in_cluster check cluster/dr2-paths-both-cut-ulfm dr2_paths_both_cut_ulfm
+in_cluster check cluster/dr2-paths-both-cut-abort dr2_paths_both_cut_abort
+# ---- a whole node lost (Open MPI patch 0002, docs/node-loss.md) ----
+# wait_for_file_text SECONDS FILE TEXT: until FILE holds TEXT; 1 if it never did.
+wait_for_file_text() {
+    local i
+    for ((i = 0; i < $1 * 10; i++)); do
+        grep -aq "$3" "$2" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# node_loss_job LOG OPTIONS...: start ft_node_loss (6 ranks, 2 per host, 4 survivors) in the
+# background across the cluster; its rank 0 says "iterating" once every rank runs, and the
+# job loops until something fails. Sets $job. It tests Open MPI's own ULFM collectives
+# (coll ^ftrabit: ftrabit's allreduce is for jobs using the FTR_* API).
+node_loss_job() {
+    local log=$1
+    shift
+    timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" -np 6 \
+        "$build/test/mpi/ft_node_loss" 4 </dev/null >"$log" 2>&1 &
+    job=$!
+}
+
+# ranks_not_done LOG RANKS...: those of RANKS that did not print "mpitest: rank R done".
+ranks_not_done() {
+    local log=$1 r missing=""
+    shift
+    for r in "$@"; do grep -aq "^mpitest: rank $r done" "$log" || missing="$missing $r"; done
+    echo "${missing# }"
+}
+
+# node_loss_kill HOST LOG SURVIVORS...: once the job runs, kill HOST (its PRRTE daemon and its
+# two ranks) and wait for the job's end; sets $rc. SURVIVORS name the ranks on the other
+# hosts, for the message of a hang.
+node_loss_kill() {
+    local host=$1 log=$2
+    shift 2
+    if ! wait_for_file_text 60 "$log" "^ft_node_loss: iterating"; then
+        echo "the job never started iterating"; kill "$job"; wait "$job"; cat "$log"; return 1
+    fi
+    cluster_kill_host "$host" || return 1
+    wait "$job"
+    rc=$?
+    cat "$log"
+    echo "job exit code $rc"
+    ! grep -aq "^timeout: sending signal" "$log" \
+        || { echo "HANG: ranks that never finished: $(ranks_not_done "$log" "$@")"; return 1; }
+}
+
+# node_loss_runs_on HOST SURVIVORS -- OPTIONS...: under ULFM the job runs on: the survivors
+# see MPI_ERR_PROC_FAILED, revoke, shrink to 4 ranks, agree, and MPI_Finalize returns on
+# each (its PMIx fence leaves HOST out).
+node_loss_runs_on() {
+    local host=$1 survivors=() job rc log=$logs/cluster-node-loss-$1.log
+    shift
+    while [ "$1" != "--" ]; do survivors+=("$1"); shift; done
+    shift
+    node_loss_job "$log" "${FT[@]}" --mca coll ^ftrabit "$@"
+    node_loss_kill "$host" "$log" "${survivors[@]}" || return 1
+    grep -aq "lost daemon .* on node $host" "$log" || { echo "mpirun did not report the lost daemon"; return 1; }
+    [ -z "$(ranks_not_done "$log" "${survivors[@]}")" ] \
+        || { echo "ranks that did not finish: $(ranks_not_done "$log" "${survivors[@]}")"; return 1; }
+    grep -aq "^mpitest ft_node_loss: np 6: PASS" "$log"
+}
+# h2 (ranks 4 and 5) lost: its daemon is a leaf of the routing tree (radix 64)
+node_loss_ulfm_runs_on() { node_loss_runs_on h2 0 1 2 3 --; }
+# h1 (ranks 2 and 3) lost in a chain (routed_radix 1: daemon 2's parent is daemon 1): daemon
+# 2 loses its parent and must be adopted by the HNP, or it exits and takes h2 with it
+node_loss_route_repaired() { node_loss_runs_on h1 0 1 4 5 -- --prtemca routed_radix 1; }
+
+# Without ULFM nothing changes: the job ends at the loss, with PRRTE's message, no hang.
+node_loss_ends_a_job_without_ulfm() {
+    local job rc log=$logs/cluster-node-loss-no-ulfm.log
+    node_loss_job "$log" --mca coll ^ftrabit
+    node_loss_kill h2 "$log" 0 1 2 3 || return 1
+    grep -aq "lost communication with a remote daemon" "$log" && ! grep -aq "PASS" "$log"
+}
+
+# ftr_kmeans under the shrink policy runs on when h2 dies at iteration 7 (its ranks 4 and 5
+# hold there until the host is killed) and ends with the centroids of a one-host run whose
+# ranks 4 and 5 die at the same point. (Respawn across hosts cannot be tested here: the
+# bundled PRRTE's connect_release misreads a multi-node PMIx_Connect and mpirun crashes,
+# with or without a node loss: docs/node-loss.md.)
+node_loss_ftr_kmeans_shrinks() {
+    local job rc timed_out got reference marks i log=$logs/cluster-node-loss-ftr-kmeans.log
+    local shrink=(--with-ft ulfm --mca coll_ftrabit_recovery shrink)
+    run_timed "$ft_timeout_s" "$log.reference" "${mpirun[@]}" "${shrink[@]}" -np 6 \
+        "$build/examples/ftr_kmeans" --kill 4:7 --kill 5:7
+    reference=$(ft_fingerprint "$log.reference")
+    [ -n "$reference" ] || { echo "the one-host reference run did not finish"; cat "$log.reference"; return 1; }
+    marks=$(mktemp -d)
+    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" "${shrink[@]}" -np 6 \
+        "$build/examples/ftr_kmeans" --kill-marks "$marks" --hold 4:7 --hold 5:7 </dev/null >"$log" 2>&1 &
+    job=$!
+    for ((i = 0; i < 600; i++)); do
+        [ -e "$marks/held-4" ] && [ -e "$marks/held-5" ] && break
+        sleep 0.1
+    done
+    if [ ! -e "$marks/held-4" ] || [ ! -e "$marks/held-5" ]; then
+        echo "ranks 4 and 5 never reached iteration 7"; kill "$job"; wait "$job"; rm -rf "$marks"; cat "$log"; return 1
+    fi
+    cluster_kill_host h2 || return 1
+    wait "$job"
+    rc=$?
+    rm -rf "$marks"
+    cat "$log"
+    echo "job exit code $rc"
+    ! grep -aq "^timeout: sending signal" "$log" || { echo "HANG"; return 1; }
+    grep -aq "lost daemon .* on node h2" "$log" || { echo "mpirun did not report the lost daemon"; return 1; }
+    got=$(ft_fingerprint "$log")
+    [ "$got" = "$reference" ] || { echo "fingerprint ${got:-missing}, one-host reference $reference"; return 1; }
+    grep -aq "on 4 ranks" "$log"
+}
+
+in_cluster check cluster/node-loss/ulfm-runs-on node_loss_ulfm_runs_on
+in_cluster check cluster/node-loss/ftr-kmeans-shrinks node_loss_ftr_kmeans_shrinks
+in_cluster check cluster/node-loss/route-repaired node_loss_route_repaired
+in_cluster check cluster/node-loss/no-ulfm-ends-the-job node_loss_ends_a_job_without_ulfm
 in_cluster check cluster/down-leaves-nothing cluster_down_leaves_nothing
 
 echo "== installation and parameters"
 check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit
 check install/man-pages man_pages_installed
 check params/invalid-segment-size-refused invalid_segment_size_is_refused
+check params/invalid-pool-bound-refused invalid_pool_bound_is_refused
 
 # Leave nothing behind: a leftover rank would slow every later run on this machine.
 pkill -f "$build/test/" 2>/dev/null || true

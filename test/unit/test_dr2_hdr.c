@@ -419,6 +419,12 @@ static void each_malformed_field_has_its_status(void)
     CHECK(decode_mutated(&ack, 1, 0x80, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_MATCHED, 1, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_FLAGS);
+    /* REVOKED (a rendezvous dropped unmatched) is an ACK's flag only */
+    CHECK(decode_mutated(&ack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_OK);
+    CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
+    CHECK(decode_mutated(&match, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&match, 23, 1, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
     CHECK(decode_mutated(&frag, 18, 0x100, 2, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
     CHECK(decode_mutated(&match, 12, 0xFFFFFFFF, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RANK);
@@ -1041,8 +1047,45 @@ static void pack_ack_as_encode(void)
     CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_TINY, 0, &ack, packed, sizeof(packed)) == 0);
 }
 
+/* Path probes ride in ACK headers: PROBE and PROBE_REPLY round-trip, never combined with
+ * each other or another flag, never on a NACK. */
+static void probe_flags_on_acks_only(void)
+{
+    unsigned char buf[PML_DR2_HDR_ACK_LEN];
+    pml_dr2_ack_hdr_t ack = {.vfrag = 0xFFFFFFF0u, .mask = 2};
+    pml_dr2_hdr_t out;
+    const uint8_t bad[] = {
+        PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY,
+        PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_MATCHED,
+        PML_DR2_HDR_FLAG_PROBE_REPLY | PML_DR2_HDR_FLAG_MATCHED,
+        PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_REVOKED,
+    };
+
+    CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_ACK, PML_DR2_HDR_FLAG_PROBE, &ack, buf, sizeof(buf))
+          == PML_DR2_HDR_ACK_LEN);
+    CHECK(pml_dr2_hdr_decode(buf, sizeof(buf), 0, &out) == PML_DR2_HDR_OK);
+    CHECK(out.type == PML_DR2_HDR_ACK && out.flags == PML_DR2_HDR_FLAG_PROBE);
+    CHECK(out.ack.vfrag == 0xFFFFFFF0u && out.ack.mask == 2);
+    CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_ACK, PML_DR2_HDR_FLAG_PROBE_REPLY, &ack, buf,
+                               sizeof(buf)) == PML_DR2_HDR_ACK_LEN);
+    CHECK(pml_dr2_hdr_decode(buf, sizeof(buf), 0, &out) == PML_DR2_HDR_OK);
+    CHECK(out.flags == PML_DR2_HDR_FLAG_PROBE_REPLY);
+    CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_NACK, PML_DR2_HDR_FLAG_PROBE, &ack, buf, sizeof(buf))
+          == 0);
+    for (size_t i = 0; i < sizeof(bad); i++) {
+        CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_ACK, bad[i], &ack, buf, sizeof(buf)) == 0);
+        /* the same combination forged on the wire (checksum recomputed) is refused */
+        CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_ACK, PML_DR2_HDR_FLAG_PROBE, &ack, buf,
+                                   sizeof(buf)) == PML_DR2_HDR_ACK_LEN);
+        buf[1] = bad[i];
+        reseal(buf, sizeof(buf));
+        CHECK(pml_dr2_hdr_decode(buf, sizeof(buf), 0, &out) == PML_DR2_HDR_ERR_FLAGS);
+    }
+}
+
 int main(void)
 {
+    RUN(probe_flags_on_acks_only);
     RUN(sizes_per_type);
     RUN(golden_bytes);
     RUN(round_trip_every_type);

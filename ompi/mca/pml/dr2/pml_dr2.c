@@ -22,6 +22,7 @@
 
 #include "pml_dr2.h"
 #include "pml_dr2_comm.h"
+#include "pml_dr2_keepalive.h"
 #include "pml_dr2_peer.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_vfrag.h"
@@ -142,6 +143,22 @@ static void error_handler(struct mca_btl_base_module_t *btl, int32_t flags, opal
                 btl->btl_component->btl_version.mca_component_name,
                 NULL == errproc ? "an unknown peer" : OMPI_NAME_PRINT(&errproc->proc_name),
                 NULL == btlinfo ? "" : btlinfo);
+    if (NULL != errproc) {
+        /* one path of the peer: the others carry on (failover), unless it was the last */
+        mca_pml_dr2_peer_t *peer = NULL;
+        bool survives;
+        mca_pml_dr2_enter();
+        survives = mca_pml_dr2_path_btl_error((ompi_proc_t *) errproc, btl)
+                   && OPAL_SUCCESS
+                          == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc,
+                                                              (uint64_t) (uintptr_t) errproc,
+                                                              (void **) &peer)
+                   && mca_pml_dr2_paths_up(peer) > 0;
+        mca_pml_dr2_leave();
+        if (survives) {
+            return;
+        }
+    }
     if (ompi_ftmpi_enabled && NULL != errproc) {
         mca_pml_dr2_enter();
         mca_pml_dr2_peer_unreachable((ompi_proc_t *) errproc, "BTL error");
@@ -355,6 +372,9 @@ int mca_pml_dr2_progress(void)
         if (now >= mca_pml_dr2.next_watchdog_us) {
             work += mca_pml_dr2_watchdog_check(now);
         }
+        if (now >= mca_pml_dr2.next_keepalive_us) {
+            work += mca_pml_dr2_keepalive_check(now);
+        }
         if (now >= mca_pml_dr2.next_deadline_us) {
             /* a peer ULFM learnt is dead (from the runtime, not from us) stops here */
             OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
@@ -416,11 +436,21 @@ int mca_pml_dr2_dump(struct ompi_communicator_t *comm, int verbose)
         if (verbose > 0 || !opal_list_is_empty(&peer->tx_unacked)) {
             opal_output(0,
                         "pml:dr2: peer %s%s: next vfrag %u, %zu unacked, %zu blocked, %zu awaiting "
-                        "match, srtt %u us, rto %u us",
+                        "match, %d of %d paths up",
                         OMPI_NAME_PRINT(&peer->proc->super.proc_name), peer->failed ? " (failed)" : "",
                         peer->tx_next_id, opal_list_get_size(&peer->tx_unacked),
                         opal_list_get_size(&peer->tx_blocked),
-                        opal_list_get_size(&peer->tx_await_match), peer->srtt_us, peer->rto_us);
+                        opal_list_get_size(&peer->tx_await_match), mca_pml_dr2_paths_up(peer),
+                        peer->npaths);
+            for (int i = 0; i < peer->npaths; i++) {
+                const pml_dr2_path_state_t *st = &peer->path_state[i];
+                opal_output(0,
+                            "pml:dr2:   path %d (btl %s): %s, srtt %u us, rto %u us, %" PRIu64
+                            " bytes queued, %.1f MB/s, %" PRIu64 " segments in the BTL",
+                            i, peer->paths[i].bml_btl->btl->btl_component->btl_version.mca_component_name,
+                            st->up ? "up" : "down", st->srtt_us, st->rto_us, st->queued_bytes,
+                            st->rate, mca_pml_dr2_path_inflight(&peer->paths[i]));
+            }
         }
     }
     mca_pml_dr2_leave();
@@ -450,6 +480,17 @@ static void log_counters(void)
                 c->acks_sent, c->acks_received, c->nacks_sent, c->nacks_received,
                 c->injected_drop, c->injected_corrupt, c->injected_dup, c->copy_separate,
                 c->copy_probes);
+    for (int i = 0; i < PML_DR2_PATH_MAX; i++) {
+        const mca_pml_dr2_path_counters_t *pc = &mca_pml_dr2.path_counters;
+        if (0 == pc->frags_sent[i] && 0 == pc->acks_sent[i] && 0 == pc->downs[i]) {
+            continue;
+        }
+        DR2_VERBOSE(2,
+                    "pml:dr2: path %d: fragments sent %lu (resent %lu), ACK segments %lu, "
+                    "down %lu, up %lu, probes %lu",
+                    i, pc->frags_sent[i], pc->retransmits[i], pc->acks_sent[i], pc->downs[i],
+                    pc->ups[i], pc->probes[i]);
+    }
 }
 
 int mca_pml_dr2_finalize(void)

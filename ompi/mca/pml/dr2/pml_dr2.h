@@ -39,6 +39,7 @@
 #include "ompi/request/request.h"
 
 #include "pml_dr2_hdr.h"
+#include "pml_dr2_path.h"
 
 BEGIN_C_DECLS
 
@@ -100,9 +101,21 @@ typedef struct {
     unsigned long acks_sent, nacks_sent, acks_received, nacks_received;
     unsigned long frags_sent, frags_received;
     unsigned long injected_drop, injected_corrupt, injected_dup;
+    unsigned long injected_nomem;   /* receive buffers refused by pml_dr2_inject_nomem */
     unsigned long copy_separate;    /* rendezvous payloads checksummed, then memcpy'd */
     unsigned long copy_probes;      /* pml_dr2_copy auto: copy-way measurements completed */
 } mca_pml_dr2_counters_t;
+
+/* Per-path counters (pml_dr2_btlpath.h), summed over peers by path index, exported as
+ * MPI_T pvars of PML_DR2_PATH_MAX values each. */
+typedef struct {
+    unsigned long frags_sent[PML_DR2_PATH_MAX];  /* data fragments handed to the BTL */
+    unsigned long retransmits[PML_DR2_PATH_MAX]; /* of which resends */
+    unsigned long acks_sent[PML_DR2_PATH_MAX];   /* ACK/NACK segments sent alone */
+    unsigned long downs[PML_DR2_PATH_MAX];       /* up -> down transitions */
+    unsigned long ups[PML_DR2_PATH_MAX];         /* down -> up transitions */
+    unsigned long probes[PML_DR2_PATH_MAX];      /* probes sent */
+} mca_pml_dr2_path_counters_t;
 
 typedef struct mca_pml_dr2_t {
     mca_pml_base_module_t super;
@@ -119,12 +132,17 @@ typedef struct mca_pml_dr2_t {
     int retry_limit;          /* timer expiries per vfrag before the peer is failed; 0: never */
     unsigned local_timeout_us;/* local-completion watchdog (mca_pml_dr2_watchdog_check) */
     unsigned window;          /* vfrags in flight per peer (power of two <= 1024) */
-    unsigned send_depth;      /* descriptors a BTL may hold per peer before we wait; 0: any */
+    unsigned send_depth;      /* descriptors a BTL may hold per path before we wait; 0: any */
+    unsigned path_retry_budget;      /* ACK expiries of a vfrag before its path is down */
+    unsigned path_probe_interval_us; /* first probe of a down path */
+    unsigned path_probe_interval_max_us;
+    pml_dr2_path_params_t path_params; /* the above and the ACK timeouts, for pml_dr2_path.h */
     int free_list_max;
     int priority;
     int verbose;
     int output;
     double inject_drop, inject_corrupt, inject_dup;
+    double inject_nomem;      /* receive buffers refused (mca_pml_dr2_rx_buffer_alloc) */
     unsigned inject_seed;
     bool inject_enabled;      /* any injection probability > 0 */
 
@@ -145,6 +163,7 @@ typedef struct mca_pml_dr2_t {
     uint64_t now_us;
     uint64_t next_watchdog_us; /* next local-completion watchdog check */
     uint64_t last_watchdog_us; /* the last one */
+    uint64_t next_keepalive_us; /* next keepalive check (pml_dr2_keepalive.h) */
     struct mca_pml_dr2_peer_t *arm_list; /* peers with vfrags to arm (peer->arm_next) */
     /* Progress calls so far: ACKs wait up to two of them for a data segment to ride on. */
     uint64_t progress_pass;
@@ -173,6 +192,7 @@ typedef struct mca_pml_dr2_t {
      * BTLs close; this component stays loaded until then), and we ignore everything. */
     volatile bool closed;
     mca_pml_dr2_counters_t counters;
+    mca_pml_dr2_path_counters_t path_counters;
 } mca_pml_dr2_t;
 
 extern mca_pml_dr2_t mca_pml_dr2;

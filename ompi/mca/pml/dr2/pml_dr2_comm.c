@@ -18,23 +18,24 @@ static void comm_construct(mca_pml_dr2_comm_t *dcomm)
     dcomm->procs = NULL;
 }
 
-static void release_msgs(opal_list_t *list)
+static void drop_msgs(opal_list_t *list)
 {
     opal_list_item_t *item;
 
     while (NULL != (item = opal_list_remove_first(list))) {
-        mca_pml_dr2_rxmsg_release((mca_pml_dr2_rxmsg_t *) item);
+        mca_pml_dr2_rxmsg_drop((mca_pml_dr2_rxmsg_t *) item);
     }
 }
 
 static void comm_destruct(mca_pml_dr2_comm_t *dcomm)
 {
-    /* posted receives belong to the MPI layer; unmatched messages die with us */
-    release_msgs(&dcomm->unexpected);
+    /* posted receives belong to the MPI layer; unmatched messages die with us, but what
+     * their senders still send of them is acknowledged (mca_pml_dr2_rxmsg_drop) */
+    drop_msgs(&dcomm->unexpected);
     OBJ_DESTRUCT(&dcomm->unexpected);
     OBJ_DESTRUCT(&dcomm->posted);
     for (int i = 0; i < dcomm->nprocs; i++) {
-        release_msgs(&dcomm->procs[i].out_of_order);
+        drop_msgs(&dcomm->procs[i].out_of_order);
         OBJ_DESTRUCT(&dcomm->procs[i].out_of_order);
     }
     free(dcomm->procs);
@@ -126,7 +127,7 @@ static void purge_revoked(ompi_communicator_t *comm, opal_list_t *list)
     OPAL_LIST_FOREACH_SAFE (msg, next, list, mca_pml_dr2_rxmsg_t) {
         if (tag_revoked(comm, msg->tag)) {
             opal_list_remove_item(list, &msg->super.super);
-            mca_pml_dr2_rxmsg_release(msg);
+            mca_pml_dr2_rxmsg_drop(msg);
         }
     }
 }
@@ -146,9 +147,10 @@ int mca_pml_dr2_revoke_comm(struct ompi_communicator_t *comm, bool coll_only)
         comm->comm_revoked = true;
     }
     if (NULL != dcomm) {
-        /* Unexpected messages nobody may receive any more. Posted receives and pending
-         * sends are completed in error by the request layer (ompi_request_is_failed ->
-         * req_cancel), senders of purged rendezvous likewise on their side. */
+        /* Unexpected messages nobody may receive any more: dropped, their senders told
+         * (a rendezvous) or acknowledged (what is still to come of an eager message).
+         * Posted receives are completed in error by the request layer
+         * (ompi_request_is_failed -> req_cancel). */
         purge_revoked(comm, &dcomm->unexpected);
         /* Out-of-order messages stay: dropping one would leave a hole in the sequence
          * that FT-tagged messages behind it could never get past; each is dropped when

@@ -41,6 +41,20 @@ static inline bool mca_pml_dr2_tag_matches(int src, int tag, int msg_src, int ms
            && (tag == msg_tag || (tag == OMPI_ANY_TAG && msg_tag >= 0));
 }
 
+/* ULFM: the error an operation with `tag` on comm ends with now that comm is revoked for
+ * it (MPI_ERR_REVOKED; MPI_ERR_PROC_FAILED for a collective's message once a process of
+ * comm failed, as ompi_request_is_failed says), MPI_SUCCESS while it is not. */
+static inline int mca_pml_dr2_comm_revoked_error(ompi_communicator_t *comm, int tag)
+{
+    if (ompi_comm_is_revoked(comm) && !ompi_request_tag_is_ft(tag)) {
+        return MPI_ERR_REVOKED;
+    }
+    if (ompi_comm_coll_revoked(comm) && ompi_request_tag_is_collective(tag)) {
+        return MPI_ERR_PROC_FAILED;
+    }
+    return MPI_SUCCESS;
+}
+
 /* The peer of a rank looked up and cached (first use of the rank). */
 mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer_lookup(ompi_communicator_t *comm, int rank);
 

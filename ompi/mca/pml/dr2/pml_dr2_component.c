@@ -5,6 +5,7 @@
 #include "ompi_config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -107,6 +108,39 @@ static void register_counter(const char *name, const char *description, unsigned
                                             NULL, NULL, NULL, storage);
 }
 
+/* Per-path counters are arrays of PML_DR2_PATH_MAX values, one per path index. */
+static int path_counter_notify(mca_base_pvar_t *pvar, mca_base_pvar_event_t event, void *obj,
+                               int *count)
+{
+    (void) pvar;
+    (void) obj;
+    if (MCA_BASE_PVAR_HANDLE_BIND == event) {
+        *count = PML_DR2_PATH_MAX;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* ...read whole: Open MPI's default reader copies one value. */
+static int path_counter_get(const mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void) obj;
+    memcpy(value, pvar->ctx, PML_DR2_PATH_MAX * sizeof(unsigned long));
+    return OPAL_SUCCESS;
+}
+
+static void register_path_counter(const char *name, const char *description,
+                                  unsigned long *storage)
+{
+    (void) mca_base_component_pvar_register(&mca_pml_dr2_component.pmlm_version, name, description,
+                                            OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+                                            MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+                                            MCA_BASE_VAR_BIND_NO_OBJECT,
+                                            MCA_BASE_PVAR_FLAG_READONLY
+                                                | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                            path_counter_get, NULL, path_counter_notify,
+                                            storage);
+}
+
 static int dr2_register(void)
 {
     mca_pml_dr2_t *m = &mca_pml_dr2;
@@ -207,6 +241,30 @@ static int dr2_register(void)
         "0: no limit",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->send_depth);
 
+    m->path_retry_budget = 5;
+    reg("path_retry_budget",
+        "Failover between the BTLs (paths) that reach a peer, e.g. two tcp networks: a path is "
+        "taken out when a vfrag it carries has had this many ACK timer expiries and nothing it "
+        "carries was acknowledged since that vfrag was sent (a silent cut: a firewall that "
+        "drops everything gives no error). Its unacknowledged fragments are then resent at once "
+        "on the paths still up, and it is probed until it answers. A BTL error takes a path out "
+        "at once. pml_dr2_retry_limit applies only on a peer's last path. 0: only BTL errors "
+        "take a path out",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->path_retry_budget);
+
+    m->path_probe_interval_us = 100000;
+    reg("path_probe_interval_us",
+        "A path taken out (see pml_dr2_path_retry_budget) is probed after this many "
+        "microseconds, then at doubling intervals up to pml_dr2_path_probe_interval_max_us; "
+        "the first answer puts it back in use. Positive",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->path_probe_interval_us);
+
+    m->path_probe_interval_max_us = 1000000;
+    reg("path_probe_interval_max_us",
+        "Longest interval between two probes of a path taken out, in microseconds (at least "
+        "pml_dr2_path_probe_interval_us)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->path_probe_interval_max_us);
+
     m->window = PML_DR2_WINDOW_MAX;
     reg("window",
         "Vfrags in flight per peer before the sender waits for acknowledgements: a power of "
@@ -236,6 +294,12 @@ static int dr2_register(void)
     reg("inject_dup",
         "Fault injection: probability in [0, 1] that a segment is sent twice",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_dup);
+    m->inject_nomem = 0.0;
+    reg("inject_nomem",
+        "Fault injection: probability in [0, 1] that a buffer the receiver allocates for a "
+        "message (the copy of an unexpected eager message, the staging copy of a "
+        "non-contiguous receive) is refused, as when memory runs out",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_nomem);
     m->inject_seed = 1;
     reg("inject_seed",
         "Fault injection: seed of the pseudo-random choices (mixed with the process's rank), "
@@ -243,6 +307,24 @@ static int dr2_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_9, &m->inject_seed);
 
     register_counter("retransmits", "Fragments pml dr2 sent more than once", &c->retransmits);
+    register_path_counter("path_frags_sent",
+                          "Per path (one value per path index: the position of the BTL among "
+                          "those that reach a peer, summed over peers): data fragments sent",
+                          m->path_counters.frags_sent);
+    register_path_counter("path_retransmits",
+                          "Per path: fragments sent again on it (after a loss, or moved from a "
+                          "path that went down)",
+                          m->path_counters.retransmits);
+    register_path_counter("path_acks_sent", "Per path: segments of ACKs/NACKs sent alone",
+                          m->path_counters.acks_sent);
+    register_path_counter("path_downs",
+                          "Per path: times it was taken out (BTL error, or "
+                          "pml_dr2_path_retry_budget exhausted)",
+                          m->path_counters.downs);
+    register_path_counter("path_ups", "Per path: times a probe brought it back into use",
+                          m->path_counters.ups);
+    register_path_counter("path_probes", "Per path: probes sent while it was out",
+                          m->path_counters.probes);
     register_counter("fast_retransmits", "Fragments resent because an ACK showed a gap",
                      &c->fast_retransmits);
     register_counter("timeouts", "ACK timer expiries", &c->timeouts);
@@ -264,6 +346,8 @@ static int dr2_register(void)
     register_counter("injected_corrupt", "Segments corrupted by fault injection",
                      &c->injected_corrupt);
     register_counter("injected_dup", "Segments duplicated by fault injection", &c->injected_dup);
+    register_counter("injected_nomem", "Receive buffers refused by fault injection",
+                     &c->injected_nomem);
     register_counter("copy_separate",
                      "Rendezvous payloads checksummed and then copied by memcpy (pml_dr2_copy "
                      "separate, or auto where that measured cheaper), not in one fused pass",
@@ -340,7 +424,8 @@ static int dr2_open(void)
             double p;
         } probs[] = {{"pml_dr2_inject_drop", m->inject_drop},
                      {"pml_dr2_inject_corrupt", m->inject_corrupt},
-                     {"pml_dr2_inject_dup", m->inject_dup}};
+                     {"pml_dr2_inject_dup", m->inject_dup},
+                     {"pml_dr2_inject_nomem", m->inject_nomem}};
         for (size_t i = 0; i < sizeof(probs) / sizeof(probs[0]); i++) {
             /* written so that NaN fails too */
             if (!(probs[i].p >= 0.0 && probs[i].p <= 1.0)) {
@@ -356,6 +441,18 @@ static int dr2_open(void)
                           "pml_dr2_retry_limit too, to see the peers declared unreachable.");
         }
     }
+    if (0 == m->path_probe_interval_us || m->path_probe_interval_max_us < m->path_probe_interval_us) {
+        snprintf(value, sizeof(value), "%u/%u", m->path_probe_interval_us,
+                 m->path_probe_interval_max_us);
+        return refuse("pml_dr2_path_probe_interval_us/pml_dr2_path_probe_interval_max_us", value,
+                      "Use a positive probe interval and a maximum at least as large.");
+    }
+    m->path_params.retry_budget = m->path_retry_budget;
+    m->path_params.probe_interval_us = m->path_probe_interval_us;
+    m->path_params.probe_interval_max_us = m->path_probe_interval_max_us;
+    m->path_params.rto_initial_us = m->ack_timeout_us;
+    m->path_params.rto_min_us = m->ack_timeout_min_us;
+    m->path_params.rto_max_us = m->ack_timeout_max_us;
     m->inject_enabled = m->inject_drop > 0.0 || m->inject_corrupt > 0.0 || m->inject_dup > 0.0;
     m->output = opal_output_open(NULL);
     opal_output_set_verbosity(m->output, m->verbose);
@@ -424,7 +521,9 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     m->sending_des = NULL;
     m->sending_des_completed = false;
     m->closed = false;
-    m->timers_armed = 0;
+    /* with a retry limit the keepalive (pml_dr2_keepalive.h) is a timer that never ends */
+    m->timers_armed = m->retry_limit > 0 ? 1 : 0;
+    m->next_keepalive_us = 0;
     m->peers_with_work = 0;
     m->work_list = NULL;
     memset(&m->counters, 0, sizeof(m->counters));

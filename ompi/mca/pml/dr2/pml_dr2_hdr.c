@@ -73,10 +73,21 @@ static const hdr_type_info_t type_info[] = {
     [PML_DR2_HDR_MATCH] = {PML_DR2_HDR_MATCH_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_SYNC},
     [PML_DR2_HDR_RNDV] = {PML_DR2_HDR_MATCH_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_SYNC},
     [PML_DR2_HDR_FRAG] = {PML_DR2_HDR_FRAG_LEN, DATA_FLAGS},
-    [PML_DR2_HDR_ACK] = {PML_DR2_HDR_ACK_LEN, PML_DR2_HDR_FLAG_MATCHED},
+    [PML_DR2_HDR_ACK] = {PML_DR2_HDR_ACK_LEN, PML_DR2_HDR_FLAG_MATCHED | PML_DR2_HDR_FLAG_REVOKED
+                                                  | PML_DR2_HDR_FLAG_PROBE
+                                                  | PML_DR2_HDR_FLAG_PROBE_REPLY},
     [PML_DR2_HDR_NACK] = {PML_DR2_HDR_ACK_LEN, 0},
     [PML_DR2_HDR_EAGER] = {PML_DR2_HDR_EAGER_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_MATCHED},
 };
+
+/* An ACK is an acknowledgement (its own flags), a probe or a probe's answer: a probe flag
+ * comes alone. */
+static inline int ack_flags_combine(uint8_t flags)
+{
+    uint8_t probe = flags & (PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY);
+
+    return 0 == probe || (flags == probe && 0 == (probe & (probe - 1)));
+}
 
 static const hdr_type_info_t *type_lookup(int type)
 {
@@ -258,6 +269,9 @@ static pml_dr2_hdr_status_t check_fields(const pml_dr2_hdr_t *hdr, uint32_t max_
     case PML_DR2_HDR_EAGER:
         return check_eager_fields(hdr, max_payload);
     default: /* ACK, NACK */
+        if (!ack_flags_combine(hdr->flags)) {
+            return PML_DR2_HDR_ERR_FLAGS;
+        }
         return hdr->ack.mask == 0 ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
     }
 }
@@ -396,7 +410,7 @@ size_t pml_dr2_hdr_pack_ack(uint8_t type, uint8_t flags, const pml_dr2_ack_hdr_t
     unsigned char *p = buf;
 
     if ((PML_DR2_HDR_ACK != type && PML_DR2_HDR_NACK != type)
-        || (flags & ~type_info[type].flags) != 0 || 0 == ack->mask
+        || (flags & ~type_info[type].flags) != 0 || !ack_flags_combine(flags) || 0 == ack->mask
         || buf_len < PML_DR2_HDR_ACK_LEN) {
         return 0;
     }

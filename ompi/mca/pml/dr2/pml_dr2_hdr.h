@@ -159,6 +159,16 @@ typedef enum {
 /* ACK (and EAGER's piggybacked ACK): the receiver matched the message whose first vfrag
  * is acknowledged. */
 #define PML_DR2_HDR_FLAG_MATCHED 0x08
+/* ACK of a RNDV's vfrag: the receiver dropped the message unmatched, because its
+ * communicator is revoked there (for the message's tag): the send completes in error, no
+ * data follows. The answer ob1 gives as an ACK without a receive request. Never inside an
+ * EAGER. */
+#define PML_DR2_HDR_FLAG_REVOKED 0x10
+/* ACK: not an acknowledgement but a probe of the path it travels on (pml_dr2_btlpath.h):
+ * vfrag is the probe's id, mask the prober's path index + 1; answered with the same fields
+ * flagged PROBE_REPLY on the path it arrived on. Either flag comes alone. */
+#define PML_DR2_HDR_FLAG_PROBE 0x20
+#define PML_DR2_HDR_FLAG_PROBE_REPLY 0x40
 
 /* MATCH and RNDV. */
 typedef struct {
@@ -185,6 +195,7 @@ typedef struct {
     uint32_t vfrag;
     uint64_t mask;
 } pml_dr2_ack_hdr_t;
+
 
 /* A header in host form. */
 typedef struct {

@@ -1,6 +1,6 @@
 /*
- * ompi-resilience: pml/dr2 peers: lookup, the BTL path, ACK coalescing, RTT estimate,
- * fault injection (see pml_dr2_peer.h).
+ * ompi-resilience: pml/dr2 peers: lookup, sending on a path, ACK coalescing, fault
+ * injection (see pml_dr2_peer.h).
  */
 #include "ompi_config.h"
 
@@ -23,11 +23,10 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->failure_handled = false;
     peer->closing = false;
     peer->gone = false;
-    peer->tx_handed = 0;
-    peer->tx_completed = 0;
-    peer->wdog_completed_seen = 0;
-    peer->wdog_since_us = 0;
-    peer->wdog_expired = false;
+    peer->npaths = 0;
+    peer->rx_path = 0;
+    peer->eager_limit_min = 0;
+    peer->max_send_min = 0;
     peer->tx_next_id = 0;
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
@@ -35,9 +34,6 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     /* the window is a registered parameter, checked before any peer exists */
     peer->tx_slots = calloc(mca_pml_dr2.window, sizeof(*peer->tx_slots));
     peer->tx_pending = 0;
-    peer->srtt_us = peer->rttvar_us = 0;
-    peer->rto_us = mca_pml_dr2.ack_timeout_us;
-    peer->has_rtt = false;
     /* The receiver always keeps the largest window: it only has to be at least as large
      * as the sender's flow-control window (mca_pml_dr2.window), whatever that is. */
     (void) pml_dr2_window_init(&peer->rx_window, PML_DR2_WINDOW_MAX, 0);
@@ -51,6 +47,9 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     pml_dr2_copy_choice_init(&peer->tx_copy);
     peer->nacks_in = 0;
     peer->acks_in_since = 0;
+    peer->ka_awaited = peer->ka_heard = false;
+    peer->ka_probes = 0;
+    peer->ka_next_us = 0;
     peer->to_arm = 0;
     peer->on_arm_list = false;
     peer->arm_next = NULL;
@@ -114,6 +113,7 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
     OBJ_RETAIN(proc);
     peer->proc = proc;
     peer->bml_endpoint = ep;
+    mca_pml_dr2_paths_init(peer);
     opal_list_append(&mca_pml_dr2.peers, &peer->super);
     (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
                                             peer);
@@ -198,19 +198,11 @@ void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work)
     }
 }
 
-/* ---- the BTL path ----------------------------------------------------------------- */
-
-static inline mca_bml_base_btl_t *peer_btl(mca_pml_dr2_peer_t *peer)
-{
-    /* One path per peer for now: the first eager BTL (the lowest latency one). Striping
-     * and failover over several BTLs come with the next issue. */
-    return mca_bml_base_btl_array_get_index(&peer->bml_endpoint->btl_eager, 0);
-}
+/* ---- sending on a path ------------------------------------------------------------ */
 
 uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer)
 {
-    mca_bml_base_btl_t *bml_btl = peer_btl(peer);
-    size_t max = bml_btl->btl->btl_max_send_size;
+    size_t max = peer->max_send_min;
     size_t payload = mca_pml_dr2.frag_size;
 
     if (max > PML_DR2_HDR_MAX_LEN && max - PML_DR2_HDR_MAX_LEN < payload) {
@@ -227,7 +219,7 @@ size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer)
     size_t limit = mca_pml_dr2.eager_limit;
 
     if (0 == limit) {
-        limit = peer_btl(peer)->btl->btl_eager_limit;
+        limit = peer->eager_limit_min;
         if (limit < MCA_PML_DR2_EAGER_LIMIT_FLOOR) {
             limit = MCA_PML_DR2_EAGER_LIMIT_FLOOR;
         }
@@ -237,7 +229,7 @@ size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer)
 
 size_t mca_pml_dr2_peer_rndv_data_max(mca_pml_dr2_peer_t *peer)
 {
-    size_t limit = peer_btl(peer)->btl->btl_eager_limit;
+    size_t limit = peer->eager_limit_min;
 
     if (limit <= PML_DR2_HDR_MAX_LEN) {
         return 0;
@@ -248,9 +240,9 @@ size_t mca_pml_dr2_peer_rndv_data_max(mca_pml_dr2_peer_t *peer)
 }
 
 /* The BTL is done with one of our descriptors (sent, failed or never taken). */
-static inline void send_descriptor_done(mca_pml_dr2_peer_t *peer)
+static inline void send_descriptor_done(mca_pml_dr2_path_t *path)
 {
-    (void) OPAL_THREAD_ADD_FETCH64(&peer->tx_completed, 1);
+    (void) OPAL_THREAD_ADD_FETCH64(&path->tx_completed, 1);
 }
 
 /* Completion callback of every descriptor we hand to a BTL. Never left NULL: BTLs call it
@@ -260,7 +252,8 @@ static inline void send_descriptor_done(mca_pml_dr2_peer_t *peer)
 static void send_complete(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                           struct mca_btl_base_descriptor_t *des, int status)
 {
-    mca_pml_dr2_peer_t *peer = (mca_pml_dr2_peer_t *) des->des_cbdata;
+    mca_pml_dr2_path_t *path = (mca_pml_dr2_path_t *) des->des_cbdata;
+    mca_pml_dr2_peer_t *peer;
 
     (void) btl;
     (void) ep;
@@ -270,6 +263,7 @@ static void send_complete(struct mca_btl_base_module_t *btl, struct mca_btl_base
     if (mca_pml_dr2.closed) {
         return; /* finalize is past: the peers are gone, touch nothing */
     }
+    peer = path->peer;
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && peer->closing) {
         /* Teardown: the peer has left (its connection is refused): nothing sent to it
          * will be acknowledged any more, stop waiting for it. Outside teardown a lost
@@ -277,20 +271,20 @@ static void send_complete(struct mca_btl_base_module_t *btl, struct mca_btl_base
          * error callback. */
         peer->gone = true;
     }
-    send_descriptor_done(peer);
+    send_descriptor_done(path);
 }
 
 /* Hand a filled descriptor to the BTL. On failure the descriptor is released, unless the
  * BTL already completed (and released) it itself. */
-static int btl_send(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
-                    mca_btl_base_descriptor_t *des)
+static int btl_send(mca_pml_dr2_path_t *path, mca_btl_base_descriptor_t *des)
 {
+    mca_bml_base_btl_t *bml_btl = path->bml_btl;
     bool completed;
     int rc;
 
     des->des_cbfunc = send_complete;
-    des->des_cbdata = peer;
-    peer->tx_handed++;
+    des->des_cbdata = path;
+    path->tx_handed++;
     mca_pml_dr2.sending_des = des;
     mca_pml_dr2.sending_des_completed = false;
     rc = mca_bml_base_send(bml_btl, des, MCA_PML_DR2_BTL_TAG);
@@ -301,7 +295,7 @@ static int btl_send(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     }
     if (!completed) {
         /* 1: sent and done, no callback; < 0: not taken, still ours */
-        send_descriptor_done(peer);
+        send_descriptor_done(path);
         if (rc < 0) {
             mca_bml_base_free(bml_btl, des);
         }
@@ -309,9 +303,9 @@ static int btl_send(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     return rc < 0 ? rc : OMPI_SUCCESS;
 }
 
-static int btl_send_copy(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
-                         const unsigned char *buf, size_t len)
+static int btl_send_copy(mca_pml_dr2_path_t *path, const unsigned char *buf, size_t len)
 {
+    mca_bml_base_btl_t *bml_btl = path->bml_btl;
     mca_btl_base_descriptor_t *des = NULL;
 
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
@@ -321,13 +315,12 @@ static int btl_send_copy(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     }
     memcpy(des->des_segments->seg_addr.pval, buf, len);
     des->des_segments->seg_len = len;
-    return btl_send(peer, bml_btl, des);
+    return btl_send(path, des);
 }
 
 /* Fault injection between dr2 and the BTL, on a segment about to be sent: false if it is
  * to be dropped (lost on the way); may send an intact duplicate first, may flip one bit. */
-static bool inject_faults(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
-                          unsigned char *buf, size_t len)
+static bool inject_faults(mca_pml_dr2_path_t *path, unsigned char *buf, size_t len)
 {
     if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_drop)) {
         mca_pml_dr2.counters.injected_drop++;
@@ -335,7 +328,7 @@ static bool inject_faults(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl,
     }
     if (mca_pml_dr2_inject_roll(mca_pml_dr2.inject_dup)) {
         /* the duplicate is an intact copy; the original may still be corrupted */
-        if (OMPI_SUCCESS == btl_send_copy(peer, bml_btl, buf, len)) {
+        if (OMPI_SUCCESS == btl_send_copy(path, buf, len)) {
             mca_pml_dr2.counters.injected_dup++;
         }
     }
@@ -361,13 +354,13 @@ static inline bool takes_immediate(const mca_bml_base_btl_t *bml_btl, size_t len
 
 /* A segment built in `buf` (which fault injection may change): by the immediate send if
  * `immediate`, otherwise (or if the BTL does not take it now) copied into a descriptor. */
-static int send_bytes(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl, unsigned char *buf,
-                      size_t len, bool immediate)
+static int send_bytes(mca_pml_dr2_path_t *path, unsigned char *buf, size_t len, bool immediate)
 {
+    mca_bml_base_btl_t *bml_btl = path->bml_btl;
     mca_btl_base_descriptor_t *des = NULL;
     int rc;
 
-    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(path, buf, len)) {
         return OMPI_SUCCESS;
     }
     if (OPAL_LIKELY(immediate)) {
@@ -382,28 +375,29 @@ static int send_bytes(mca_pml_dr2_peer_t *peer, mca_bml_base_btl_t *bml_btl, uns
         }
         /* not taken now (the BTL is busy): the ordinary path, which queues or says "later" */
     }
-    rc = btl_send_copy(peer, bml_btl, buf, len);
+    rc = btl_send_copy(path, buf, len);
     if (OPAL_UNLIKELY(rc < 0)) {
         return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
     }
     return OMPI_SUCCESS;
 }
 
-int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, unsigned char *buf, size_t len)
+int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, int path, unsigned char *buf,
+                                size_t len)
 {
-    mca_bml_base_btl_t *bml_btl;
+    mca_pml_dr2_path_t *p = &peer->paths[path];
 
     if (OPAL_UNLIKELY(peer->failed)) {
         return OMPI_ERR_UNREACH;
     }
-    bml_btl = peer_btl(peer);
-    return send_bytes(peer, bml_btl, buf, len, takes_immediate(bml_btl, len));
+    return send_bytes(p, buf, len, takes_immediate(p->bml_btl, len));
 }
 
-int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
-                                  mca_pml_dr2_fill_fn_t fill, void *ctx)
+int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len,
+                                  bool may_overtake, mca_pml_dr2_fill_fn_t fill, void *ctx)
 {
-    mca_bml_base_btl_t *bml_btl;
+    mca_pml_dr2_path_t *p = &peer->paths[path];
+    mca_bml_base_btl_t *bml_btl = p->bml_btl;
     mca_btl_base_descriptor_t *des = NULL;
     unsigned char *buf;
     int rc;
@@ -411,10 +405,9 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
     if (OPAL_UNLIKELY(peer->failed)) {
         return OMPI_ERR_UNREACH;
     }
-    bml_btl = peer_btl(peer);
     if (may_overtake && takes_immediate(bml_btl, len)) {
         unsigned char buf[MCA_PML_DR2_SMALL_SEGMENT_MAX];
-        return send_bytes(peer, bml_btl, buf, fill(ctx, buf, len), true);
+        return send_bytes(p, buf, fill(ctx, buf, len), true);
     }
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
@@ -426,12 +419,12 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
     des->des_segments->seg_len = len;
 
     /* Fault injection: one predictable branch when off. */
-    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(peer, bml_btl, buf, len)) {
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(p, buf, len)) {
         mca_bml_base_free(bml_btl, des);
         return OMPI_SUCCESS; /* lost on the way */
     }
 
-    rc = btl_send(peer, bml_btl, des);
+    rc = btl_send(p, des);
     if (OPAL_UNLIKELY(rc < 0)) {
         return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -439,6 +432,36 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
 }
 
 /* ---- local-completion watchdog ------------------------------------------------------- */
+
+/* One path's watchdog; true if it expired now. */
+static bool path_watchdog(mca_pml_dr2_path_t *path, uint64_t now, bool we_were_away)
+{
+    mca_pml_dr2_peer_t *peer = path->peer;
+    int64_t completed = path->tx_completed;
+
+    if (0 == mca_pml_dr2_path_inflight(path) || completed != path->wdog_completed_seen
+        || we_were_away) {
+        /* nothing queued in the BTL, or it is moving: start over */
+        path->wdog_completed_seen = completed;
+        path->wdog_since_us = now;
+        path->wdog_expired = false;
+        return false;
+    }
+    if (path->wdog_expired || peer->failed || peer->closing
+        || now - path->wdog_since_us < mca_pml_dr2.local_timeout_us) {
+        return false;
+    }
+    path->wdog_expired = true;
+    mca_pml_dr2.counters.local_timeouts++;
+    DR2_VERBOSE(1,
+                "pml:dr2: the transport to %s (path %d, btl %s) completed none of the %d "
+                "segments it holds for us within pml_dr2_local_timeout_us (%u us): its ACK "
+                "timers stop waiting for them",
+                OMPI_NAME_PRINT(&peer->proc->super.proc_name), path->index,
+                path->bml_btl->btl->btl_component->btl_version.mca_component_name,
+                (int) mca_pml_dr2_path_inflight(path), mca_pml_dr2.local_timeout_us);
+    return true;
+}
 
 int mca_pml_dr2_watchdog_check(uint64_t now)
 {
@@ -454,30 +477,14 @@ int mca_pml_dr2_watchdog_check(uint64_t now)
     mca_pml_dr2.next_watchdog_us = now + mca_pml_dr2.local_timeout_us / 4 + 1;
     mca_pml_dr2.last_watchdog_us = now;
     OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
-        int64_t completed = peer->tx_completed;
-
-        if (0 == mca_pml_dr2_peer_inflight(peer) || completed != peer->wdog_completed_seen
-            || we_were_away) {
-            /* nothing queued in the BTL, or it is moving: start over */
-            peer->wdog_completed_seen = completed;
-            peer->wdog_since_us = now;
-            peer->wdog_expired = false;
-            continue;
+        bool expired = false;
+        for (int i = 0; i < peer->npaths; i++) {
+            expired |= path_watchdog(&peer->paths[i], now, we_were_away);
         }
-        if (peer->wdog_expired || peer->failed || peer->closing
-            || now - peer->wdog_since_us < mca_pml_dr2.local_timeout_us) {
-            continue;
+        if (expired) {
+            mca_pml_dr2_peer_need_arming(peer); /* the vfrags that waited get their timers now */
+            work++;
         }
-        peer->wdog_expired = true;
-        mca_pml_dr2.counters.local_timeouts++;
-        DR2_VERBOSE(1,
-                    "pml:dr2: the transport to %s completed none of the %d segments it holds "
-                    "for us within pml_dr2_local_timeout_us (%u us): its ACK timers stop "
-                    "waiting for them",
-                    OMPI_NAME_PRINT(&peer->proc->super.proc_name),
-                    (int) mca_pml_dr2_peer_inflight(peer), mca_pml_dr2.local_timeout_us);
-        mca_pml_dr2_peer_need_arming(peer); /* the vfrags that waited get their timers now */
-        work++;
     }
     return work;
 }
@@ -495,6 +502,7 @@ void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t
         if (a->vfrag == vfrag && a->type == type) {
             a->mask |= mask;
             a->flags |= flags;
+            a->path = (uint8_t) peer->rx_path; /* the latest path that delivered */
             peer->acks_lazy = false;
             return;
         }
@@ -555,9 +563,22 @@ static size_t fill_acks(void *vctx, unsigned char *buf, size_t len)
     return mca_pml_dr2_peer_encode_acks(ctx->peer, ctx->first, ctx->count, buf, len);
 }
 
+/* Queued ACKs from `first` that go alone in one segment: the run of those that go back on
+ * the same path (*path), at most `per_segment`. */
+static int ack_run(mca_pml_dr2_peer_t *peer, int first, size_t per_segment, int *path)
+{
+    int n = 1;
+
+    *path = mca_pml_dr2_path_live(peer, peer->acks[first].path);
+    while (first + n < peer->nacks && (size_t) n < per_segment
+           && mca_pml_dr2_path_live(peer, peer->acks[first + n].path) == *path) {
+        n++;
+    }
+    return n;
+}
+
 void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer)
 {
-    mca_bml_base_btl_t *bml_btl;
     size_t per_segment;
     int done = 0;
 
@@ -566,52 +587,23 @@ void mca_pml_dr2_peer_flush_acks(mca_pml_dr2_peer_t *peer)
         mca_pml_dr2_peer_set_work(peer);
         return;
     }
-    bml_btl = peer_btl(peer);
-    per_segment = bml_btl->btl->btl_eager_limit / PML_DR2_HDR_ACK_LEN;
+    per_segment = peer->eager_limit_min / PML_DR2_HDR_ACK_LEN;
     if (per_segment < 1) {
         per_segment = 1;
     }
     while (done < peer->nacks) {
-        ack_fill_ctx_t ctx = {peer, done, peer->nacks - done};
-        if ((size_t) ctx.count > per_segment) {
-            ctx.count = (int) per_segment;
-        }
+        int path;
+        ack_fill_ctx_t ctx = {peer, done, ack_run(peer, done, per_segment, &path)};
         if (OMPI_SUCCESS
-            != mca_pml_dr2_peer_send_segment(peer, (size_t) ctx.count * PML_DR2_HDR_ACK_LEN, true,
-                                             fill_acks, &ctx)) {
+            != mca_pml_dr2_peer_send_segment(peer, path, (size_t) ctx.count * PML_DR2_HDR_ACK_LEN,
+                                             true, fill_acks, &ctx)) {
             break; /* keep the rest for the next progress call */
         }
+        mca_pml_dr2.path_counters.acks_sent[path]++;
         done += ctx.count;
     }
     mca_pml_dr2_peer_acks_sent(peer, done);
     mca_pml_dr2_peer_set_work(peer);
-}
-
-/* ---- RTT ----------------------------------------------------------------------------- */
-
-void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us)
-{
-    uint32_t r = sample_us > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t) sample_us;
-    uint64_t rto;
-
-    /* RFC 6298 with alpha 1/8, beta 1/4, K = 4. */
-    if (!peer->has_rtt) {
-        peer->srtt_us = r;
-        peer->rttvar_us = r / 2;
-        peer->has_rtt = true;
-    } else {
-        uint32_t diff = peer->srtt_us > r ? peer->srtt_us - r : r - peer->srtt_us;
-        peer->rttvar_us = (3 * peer->rttvar_us + diff) / 4;
-        peer->srtt_us = (7 * peer->srtt_us + r) / 8;
-    }
-    rto = (uint64_t) peer->srtt_us + 4 * (uint64_t) peer->rttvar_us;
-    if (rto < mca_pml_dr2.ack_timeout_min_us) {
-        rto = mca_pml_dr2.ack_timeout_min_us;
-    }
-    if (rto > mca_pml_dr2.ack_timeout_max_us) {
-        rto = mca_pml_dr2.ack_timeout_max_us;
-    }
-    peer->rto_us = (uint32_t) rto;
 }
 
 /* ---- teardown ------------------------------------------------------------------------- */

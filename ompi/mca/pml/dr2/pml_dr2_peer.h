@@ -1,14 +1,16 @@
 /*
  * ompi-resilience: pml/dr2 peers.
  *
- * One peer per remote process (not per communicator): vfrag ids, the duplicate window, the
- * RTT estimate and the ACK queue are properties of the path to a process. Communicators
+ * One peer per remote process (not per communicator): vfrag ids, the duplicate window and
+ * the ACK queue are properties of the process, whichever path (BTL, pml_dr2_btlpath.h) a
+ * fragment or ACK travels on; round trips, timers and health are the paths'. Communicators
  * only add matching state on top (pml_dr2_comm.h).
  */
 #ifndef MCA_PML_DR2_PEER_H
 #define MCA_PML_DR2_PEER_H
 
 #include "pml_dr2.h"
+#include "pml_dr2_btlpath.h"
 #include "pml_dr2_copychoice.h"
 #include "pml_dr2_window.h"
 
@@ -21,6 +23,8 @@ typedef struct {
     uint64_t mask;
     uint8_t type;  /* PML_DR2_HDR_ACK or PML_DR2_HDR_NACK */
     uint8_t flags; /* PML_DR2_HDR_FLAG_MATCHED */
+    uint8_t path;  /* sent alone, it goes back on the path the acknowledged fragment came
+                    * on (which delivered it), while that path is up */
 } mca_pml_dr2_pending_ack_t;
 
 typedef struct mca_pml_dr2_peer_t {
@@ -31,21 +35,14 @@ typedef struct mca_pml_dr2_peer_t {
     bool failure_handled; /* its messages abandoned, ULFM told */
     bool closing; /* MPI_Finalize: del_procs is tearing the peer down */
     bool gone;    /* during teardown, a BTL failed a send to it: it has left already */
-    /* Our descriptors, as two running counts: handed to the BTL (under our lock) and
-     * completed by it (from its callbacks, possibly in another thread: atomic); the
-     * difference is what the BTL still holds (mca_pml_dr2_peer_inflight). A vfrag's ACK
-     * timer starts only once the descriptors handed up to its last transmission are
-     * complete (vfrag->local_mark): a fragment still queued in the BTL (btl/tcp behind a
-     * full socket) has not left, and timing its ACK from the hand-over would resend what
-     * was never lost. */
-    uint64_t tx_handed;
-    opal_atomic_int64_t tx_completed;
-
-    /* ---- local-completion watchdog (mca_pml_dr2_watchdog_check) ---- */
-    int64_t wdog_completed_seen; /* tx_completed at the last check that saw it move */
-    uint64_t wdog_since_us;      /* since then no descriptor completed */
-    bool wdog_expired; /* the BTL completed nothing for pml_dr2_local_timeout_us while holding
-                        * some of ours: ACK timers no longer wait for local completion */
+    /* ---- paths: one per BTL that reaches it (pml_dr2_btlpath.h) ---- */
+    mca_pml_dr2_path_t paths[PML_DR2_PATH_MAX];
+    pml_dr2_path_state_t path_state[PML_DR2_PATH_MAX];
+    int npaths;
+    int rx_path;           /* the path the segment being received came on */
+    size_t eager_limit_min;/* the smallest eager limit of its BTLs: a segment sent eagerly
+                            * must fit any path, it may be resent on another */
+    size_t max_send_min;   /* the same for the largest send */
 
     /* ---- sending ---- */
     uint32_t tx_next_id;       /* next vfrag id */
@@ -58,8 +55,6 @@ typedef struct mca_pml_dr2_peer_t {
      * slot; an ACK for an id no longer in flight finds a slot that is empty or holds
      * another id. Cheaper than a hash table on the path of every ACK. */
     struct mca_pml_dr2_vfrag_t **tx_slots;
-    uint32_t srtt_us, rttvar_us, rto_us; /* RFC 6298 estimator */
-    bool has_rtt;
     pml_dr2_copy_choice_t tx_copy; /* how fragment payloads are copied (pml_dr2_copy auto) */
 
     /* ---- receiving ---- */
@@ -77,6 +72,12 @@ typedef struct mca_pml_dr2_peer_t {
     mca_pml_dr2_pending_ack_t acks_in[MCA_PML_DR2_MAX_DEFERRED_ACKS];
     int nacks_in;
     uint64_t acks_in_since; /* progress pass in which the oldest of them arrived */
+
+    /* ---- keepalive (pml_dr2_keepalive.h) ---- */
+    bool ka_awaited;     /* a posted receive may wait for it (set by the last check) */
+    bool ka_heard;       /* something arrived from it since the last check */
+    uint32_t ka_probes;  /* keepalive probes unanswered */
+    uint64_t ka_next_us; /* next keepalive probe, while it is silent */
 
     /* ---- timers ---- */
     uint32_t to_arm;     /* vfrags in tx_unacked with deadline 0 (to be armed) */
@@ -158,6 +159,7 @@ static inline void mca_pml_dr2_peer_append_ack(mca_pml_dr2_peer_t *peer, uint8_t
     a->mask = mask;
     a->type = type;
     a->flags = flags;
+    a->path = (uint8_t) peer->rx_path;
     peer->nacks++;
     mca_pml_dr2_peer_set_work(peer);
 }
@@ -204,18 +206,15 @@ static inline void mca_pml_dr2_peer_defer_ack(mca_pml_dr2_peer_t *peer, uint32_t
     mca_pml_dr2_peer_set_work(peer);
 }
 
-/* RTT sample (Karn: only from ACKs of fragments never resent). */
-void mca_pml_dr2_peer_rtt_sample(mca_pml_dr2_peer_t *peer, uint64_t sample_us);
-
-/* Send one segment of `len` bytes that `fill` writes into, on the peer's eager BTL.
+/* Send one segment of `len` bytes that `fill` writes into, on the peer's path `path`.
  * `may_overtake`: the segment may arrive before segments sent earlier (ACKs; the only
  * fragment of its vfrag): then a small one may take the BTL's immediate send, which on
  * btl/sm is a different queue (fragments of one vfrag must keep their order: a gap below
  * the highest fragment received is taken as a loss, see mca_pml_dr2_vfrag_ack).
  * Returns OMPI_SUCCESS, OMPI_ERR_OUT_OF_RESOURCE (try again later) or an error. */
 typedef size_t (*mca_pml_dr2_fill_fn_t)(void *ctx, unsigned char *buf, size_t len);
-int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may_overtake,
-                                  mca_pml_dr2_fill_fn_t fill, void *ctx);
+int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len,
+                                  bool may_overtake, mca_pml_dr2_fill_fn_t fill, void *ctx);
 
 /* The largest segment sent from a buffer of the caller's (mca_pml_dr2_peer_send_small, and
  * the immediate sends of mca_pml_dr2_peer_send_segment): one small eager message with its
@@ -225,7 +224,8 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, size_t len, bool may
 /* Send a segment of at most MCA_PML_DR2_SMALL_SEGMENT_MAX bytes already built in `buf`
  * (fault injection may change it), which may overtake segments sent earlier (see
  * may_overtake above). Returns as mca_pml_dr2_peer_send_segment. */
-int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, unsigned char *buf, size_t len);
+int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, int path, unsigned char *buf,
+                                size_t len);
 
 /* Its process is not known to have failed: what ompi_comm_is_proc_active says of any rank
  * that is this peer (ULFM marks the process's ompi_proc_t, the object every group and the
@@ -235,37 +235,37 @@ static inline bool mca_pml_dr2_peer_proc_active(const mca_pml_dr2_peer_t *peer)
     return ompi_proc_is_active(peer->proc);
 }
 
-/* Descriptors of ours the BTL holds and has not completed yet. */
+/* Descriptors of ours the BTLs of its paths that are up hold and have not completed yet
+ * (a path that is down may hold some for ever: a silent cut fills its socket). */
 static inline uint64_t mca_pml_dr2_peer_inflight(const mca_pml_dr2_peer_t *peer)
 {
-    return peer->tx_handed - (uint64_t) peer->tx_completed;
-}
+    uint64_t n = 0;
 
-/* Every descriptor handed to the BTL so far has been completed by it (up to `mark`, a value
- * of peer->tx_handed), or the watchdog gave up waiting for that: the ACK timer of a vfrag
- * whose last transmission was at `mark` may start. */
-static inline bool mca_pml_dr2_peer_locally_complete(const mca_pml_dr2_peer_t *peer,
-                                                     uint64_t mark)
-{
-    return peer->wdog_expired || (uint64_t) peer->tx_completed >= mark;
+    for (int i = 0; i < peer->npaths; i++) {
+        if (peer->path_state[i].up) {
+            n += mca_pml_dr2_path_inflight(&peer->paths[i]);
+        }
+    }
+    return n;
 }
 
 /* The local-completion watchdog, from progress (every quarter of
- * pml_dr2_local_timeout_us): a peer whose BTL holds descriptors of ours and has completed
+ * pml_dr2_local_timeout_us): a path whose BTL holds descriptors of ours and has completed
  * none of them for that long is reported (counter local_timeouts, verbose 1) and its ACK
- * timers stop waiting for local completion, so that its losses are recovered (and, with a
- * retry limit, the peer given up on) as for any other. Returns work done. */
+ * timers stop waiting for local completion, so that its losses are recovered (the path
+ * taken out, or with a retry limit the peer given up on) as for any other. Returns work
+ * done. */
 int mca_pml_dr2_watchdog_check(uint64_t now_us);
 
-/* Largest fragment payload towards this peer. */
+/* Largest fragment payload towards this peer (fits every path). */
 uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer);
 
 /* Largest message sent eagerly to this peer: pml_dr2_eager_limit, or when that is 0, the
- * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the eager limit of the peer's BTL. */
+ * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the smallest eager limit of the peer's BTLs. */
 size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer);
 
-/* Most data a RNDV to this peer carries: the eager limit of the peer's BTL less dr2's
- * header (also capped by the fragment payload, by the caller). */
+/* Most data a RNDV to this peer carries: the smallest eager limit of the peer's BTLs less
+ * dr2's header (also capped by the fragment payload, by the caller). */
 size_t mca_pml_dr2_peer_rndv_data_max(mca_pml_dr2_peer_t *peer);
 
 /* Release everything the peer holds (finalize, del_procs). */

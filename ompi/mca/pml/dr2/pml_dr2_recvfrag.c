@@ -12,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ompi/runtime/params.h"
+
 #include "pml_dr2.h"
 #include "pml_dr2_ackmask.h"
 #include "pml_dr2_comm.h"
 #include "pml_dr2_crc.h"
+#include "pml_dr2_inject.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_recvreq.h"
 #include "pml_dr2_rxcheck.h"
@@ -29,6 +32,7 @@ static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
     msg->req = NULL;
     msg->matched = false;
     msg->in_hash = false;
+    msg->dropped = false;
     msg->bytes_received = 0;
     msg->rndv = false;
     msg->rndv_data = NULL;
@@ -61,6 +65,16 @@ static inline void rxmsg_put(mca_pml_dr2_rxmsg_t *msg)
     }
 }
 
+void *mca_pml_dr2_rx_buffer_alloc(uint64_t len)
+{
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_nomem > 0.0)
+        && mca_pml_dr2_inject_roll(mca_pml_dr2.inject_nomem)) {
+        mca_pml_dr2.counters.injected_nomem++;
+        return NULL;
+    }
+    return len > SIZE_MAX ? NULL : malloc((size_t) len);
+}
+
 static void rndv_data_release(mca_pml_dr2_rxmsg_t *msg)
 {
     if (NULL != msg->rndv_data) {
@@ -68,6 +82,8 @@ static void rndv_data_release(mca_pml_dr2_rxmsg_t *msg)
         msg->rndv_data = NULL;
     }
 }
+
+static void rxmsg_index(mca_pml_dr2_rxmsg_t *msg);
 
 /* While the first fragment of a new message is being placed, its request must not
  * complete under our feet (the message would be freed while still in use). */
@@ -100,8 +116,15 @@ static void complete_received(mca_pml_dr2_recv_request_t *req, uint64_t msg_len)
 {
     int error = MPI_SUCCESS;
 
+    if (OPAL_UNLIKELY(ompi_ftmpi_enabled)) {
+        /* ULFM: a receive that matched before its communicator was revoked and completes
+         * after: never MPI_SUCCESS on a revoked communicator (ob1 keeps the error that
+         * ompi_request_is_failed set) */
+        error = mca_pml_dr2_comm_revoked_error(req->req_recv.req_base.req_comm,
+                                               req->req_recv.req_base.req_ompi.req_status.MPI_TAG);
+    }
     if (msg_len > req->capacity) {
-        error = MPI_ERR_TRUNCATE;
+        error = MPI_SUCCESS == error ? MPI_ERR_TRUNCATE : error;
         req->req_recv.req_base.req_ompi.req_status._ucount = req->capacity;
     } else {
         req->req_recv.req_base.req_ompi.req_status._ucount = msg_len;
@@ -114,7 +137,14 @@ void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
     mca_pml_dr2_recv_request_t *req = msg->req;
     uint64_t msg_len = msg->msg_len;
 
-    if (msg == delivering || NULL == req || msg->bytes_received < msg->msg_len) {
+    if (msg == delivering || msg->bytes_received < msg->msg_len) {
+        return;
+    }
+    if (OPAL_UNLIKELY(msg->dropped)) {
+        mca_pml_dr2_rxmsg_release(msg); /* all of it acknowledged: nothing more can come */
+        return;
+    }
+    if (NULL == req) {
         return;
     }
     if (NULL != msg->buf) {
@@ -178,13 +208,49 @@ static bool rank_is_peer(ompi_communicator_t *comm, int32_t src, mca_pml_dr2_pee
 
 /* The message's turn has come: hand it to the first posted receive that accepts it, or
  * queue it as unexpected. */
+void mca_pml_dr2_rxmsg_drop(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (msg->rndv) {
+        /* the RNDV's vfrag is in the window already: a copy of it is answered the same
+         * way (handle_match), as long as the communicator is revoked here */
+        mca_pml_dr2_peer_queue_ack(msg->peer, PML_DR2_HDR_ACK, msg->msg_id, 1,
+                                   PML_DR2_HDR_FLAG_REVOKED);
+        mca_pml_dr2_peer_flush_acks(msg->peer);
+        mca_pml_dr2_rxmsg_release(msg);
+        return;
+    }
+    free(msg->buf);
+    msg->buf = NULL;
+    msg->dropped = true;
+    if (!msg->in_hash && msg->bytes_received < msg->msg_len) {
+        rxmsg_index(msg); /* its other fragments, or a resend of its only one, find it */
+    }
+    mca_pml_dr2_rxmsg_try_complete(msg);
+}
+
+void mca_pml_dr2_rxmsg_discard_matched(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (msg->rndv) {
+        mca_pml_dr2_rxmsg_send_matched(msg);
+        msg->bytes_received += msg->rndv_len; /* the RNDV's data: discarded */
+        rndv_data_release(msg);
+    }
+    free(msg->buf);
+    msg->buf = NULL;
+    msg->dropped = true;
+    if (!msg->in_hash && msg->bytes_received < msg->msg_len) {
+        rxmsg_index(msg);
+    }
+    mca_pml_dr2_rxmsg_try_complete(msg);
+}
+
 static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
     mca_pml_dr2_recv_request_t *req;
 
     if (tag_revoked(comm, msg->tag)) {
-        mca_pml_dr2_rxmsg_release(msg); /* nobody may receive it any more */
+        mca_pml_dr2_rxmsg_drop(msg); /* nobody may receive it any more */
         return;
     }
     req = take_posted(dcomm, msg->src, msg->tag);
@@ -193,11 +259,13 @@ static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
         return;
     }
     if (!msg->rndv && msg->msg_len > 0 && NULL == msg->buf) {
-        msg->buf = malloc(msg->msg_len);
-        if (NULL == msg->buf) {
-            /* cannot buffer it: forget it, unacknowledged; the sender will resend */
-            mca_pml_dr2_rxmsg_release(msg);
-            return;
+        /* Without memory it is queued all the same, with no data: its sequence number is
+         * taken (forgetting it would leave a hole that every later message from its sender
+         * waits behind), its fragments are left unacknowledged, and their resends find it
+         * (indexed) and are placed once there is memory or a receive that matches it. */
+        msg->buf = mca_pml_dr2_rx_buffer_alloc(msg->msg_len);
+        if (NULL == msg->buf && !msg->in_hash) {
+            rxmsg_index(msg);
         }
     }
     opal_list_append(&dcomm->unexpected, &msg->super.super);
@@ -247,36 +315,51 @@ void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *m
 
 /* ---- data ------------------------------------------------------------------------------- */
 
-/* Place one fragment's payload; true if it was intact. */
-static bool place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset, const unsigned char *payload,
-                          const pml_dr2_hdr_t *hdr)
+typedef enum {
+    PLACED_INTACT = 0,
+    PLACED_CORRUPT,  /* failed its checksum: NACK it */
+    NOT_PLACED,      /* no memory to keep it: leave it unacknowledged (resent on a timer) */
+} place_result_t;
+
+static inline place_result_t intact_if(bool ok)
+{
+    return ok ? PLACED_INTACT : PLACED_CORRUPT;
+}
+
+/* Place one fragment's payload. */
+static place_result_t place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset,
+                                    const unsigned char *payload, const pml_dr2_hdr_t *hdr)
 {
     /* EAGER: checked with its header by the codec already */
     bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum
                  && !pml_dr2_hdr_payload_checked(hdr);
 
     if (0 == hdr->frag_len) {
-        return !check || 0 == hdr->data_crc;
+        return intact_if(!check || 0 == hdr->data_crc);
+    }
+    if (OPAL_UNLIKELY(msg->dropped)) {
+        return PLACED_INTACT; /* counted and acknowledged, never kept */
     }
     if (NULL == msg->buf && NULL == msg->req) {
-        /* taken by a matched probe and not received yet: keep the data until it is */
-        msg->buf = malloc(msg->msg_len);
+        /* unexpected (its buffer could not be had when it was queued), or taken by a
+         * matched probe and not received yet: keep the data until it is received */
+        msg->buf = mca_pml_dr2_rx_buffer_alloc(msg->msg_len);
         if (NULL == msg->buf) {
-            return false;
+            return NOT_PLACED;
         }
     }
     if (NULL != msg->buf) {
         /* the codec checked offset + frag_len <= msg_len == size of buf */
         if (check) {
-            return pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, msg->buf + offset, payload,
-                                       hdr->frag_len)
-                   == hdr->data_crc;
+            return intact_if(pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, msg->buf + offset, payload,
+                                                 hdr->frag_len)
+                             == hdr->data_crc);
         }
         memcpy(msg->buf + offset, payload, hdr->frag_len);
-        return true;
+        return PLACED_INTACT;
     }
-    return mca_pml_dr2_recv_request_unpack(msg->req, offset, payload, hdr->frag_len, check,
-                                           hdr->data_crc);
+    return intact_if(mca_pml_dr2_recv_request_unpack(msg->req, offset, payload, hdr->frag_len,
+                                                     check, hdr->data_crc));
 }
 
 /* The parts of a message the receive checks look at (pml_dr2_rxcheck.h). */
@@ -291,7 +374,8 @@ static const pml_dr2_rx_msg_view_t *msg_view(const mca_pml_dr2_rxmsg_t *msg,
     view->bytes_received = msg->bytes_received;
     view->tag = msg->tag;
     view->rndv = msg->rndv;
-    view->has_req = NULL != msg->req;
+    /* a message discarded after its go-ahead takes its data like a matched one */
+    view->has_req = NULL != msg->req || msg->dropped;
     return view;
 }
 
@@ -303,6 +387,7 @@ static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
 {
     mca_pml_dr2_rx_vfrag_t *rv = NULL;
     pml_dr2_rx_outcome_t out;
+    place_result_t placed;
 
     /* single-fragment vfrags never have a record: skip the lookup while there are none */
     if (1 != d->nfrags || opal_hash_table_get_size(&peer->rx_vfrags) > 0) {
@@ -329,7 +414,11 @@ static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
         pml_dr2_rx_vfrag_init(rv, d);
         opal_hash_table_set_value_uint32(&peer->rx_vfrags, d->vfrag, rv);
     }
-    if (!place_payload(msg, d->offset, payload, hdr)) {
+    placed = place_payload(msg, d->offset, payload, hdr);
+    if (OPAL_UNLIKELY(NOT_PLACED == placed)) {
+        return; /* unacknowledged: resent later (its vfrag record, if new, stays) */
+    }
+    if (PLACED_CORRUPT == placed) {
         /* corrupt payload: never counted; a NACK gets it resent at once */
         mca_pml_dr2.counters.data_crc_errors++;
         pml_dr2_rx_frag_corrupt(d, &out);
@@ -408,6 +497,27 @@ static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *
     return true;
 }
 
+/* The flags of the ACK that answers a copy of a RNDV already in the window. With no
+ * message left for it, the classification says MATCHED: the message was received and is
+ * gone, and the copy comes from a sender that lost our go-ahead. Unless its communicator
+ * is revoked here for its tag: then it may as well have been dropped unmatched
+ * (mca_pml_dr2_rxmsg_drop), and MATCHED would complete a synchronous send that no receive
+ * matched; REVOKED completes it in error, which a revoked communicator allows either way. */
+static uint8_t rndv_duplicate_flags(const pml_dr2_hdr_t *hdr, const mca_pml_dr2_rxmsg_t *msg,
+                                    uint8_t flags)
+{
+    ompi_communicator_t *comm;
+
+    if (PML_DR2_HDR_RNDV != hdr->type || NULL != msg || 0 == (flags & PML_DR2_HDR_FLAG_MATCHED)) {
+        return flags;
+    }
+    comm = ompi_comm_lookup(hdr->match.ctx);
+    if (NULL != comm && tag_revoked(comm, hdr->match.tag)) {
+        return PML_DR2_HDR_FLAG_REVOKED;
+    }
+    return flags;
+}
+
 static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                          const unsigned char *payload)
 {
@@ -428,9 +538,11 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     id = d.vfrag;
     switch (d.verdict) {
     case PML_DR2_RX_DUPLICATE:
-        /* a RNDV is answered with MATCHED once the go-ahead was given */
+        /* a RNDV is answered with MATCHED once the go-ahead was given, with REVOKED if it
+         * was dropped unmatched (see rndv_duplicate_flags) */
         mca_pml_dr2.counters.duplicates++;
-        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, d.ack_mask, d.ack_flags);
+        mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, d.ack_mask,
+                                   rndv_duplicate_flags(hdr, msg, d.ack_flags));
         return;
     case PML_DR2_RX_ACCEPT:
         /* fragment 0 again, its vfrag still incomplete (it was corrupt or is a copy) */
@@ -480,7 +592,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     } else {
         /* the communicator does not exist here yet: keep it for add_comm */
         if (!rndv && msg->msg_len > 0) {
-            msg->buf = malloc(msg->msg_len);
+            msg->buf = mca_pml_dr2_rx_buffer_alloc(msg->msg_len);
         }
         if (!rndv && msg->msg_len > 0 && NULL == msg->buf) {
             delivering = NULL;
@@ -491,7 +603,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
         opal_list_append(&mca_pml_dr2.nocomm, &msg->super.super);
     }
     delivering = NULL;
-    if (rxmsg_alive(msg)) { /* not dropped by a revoke */
+    if (rxmsg_alive(msg)) { /* not a rendezvous dropped by a revoke */
         if (rndv) {
             if (NULL == msg->req) {
                 mca_pml_dr2_peer_queue_ack(peer, PML_DR2_HDR_ACK, id, 1, 0);
@@ -594,7 +706,9 @@ static void handle_frag(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
 static inline void ack_arrived(mca_pml_dr2_peer_t *peer, const pml_dr2_ack_hdr_t *ack,
                                uint8_t flags)
 {
-    if (flags & PML_DR2_HDR_FLAG_MATCHED) {
+    if (OPAL_UNLIKELY(flags & PML_DR2_HDR_FLAG_REVOKED)) {
+        mca_pml_dr2_vfrag_revoked(peer, ack->vfrag);
+    } else if (flags & PML_DR2_HDR_FLAG_MATCHED) {
         mca_pml_dr2_vfrag_ack(peer, ack->vfrag, ack->mask, true);
     } else {
         mca_pml_dr2_peer_defer_ack(peer, ack->vfrag, ack->mask);
@@ -645,6 +759,10 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
             }
             break;
         case PML_DR2_HDR_ACK:
+            if (OPAL_UNLIKELY(hdr.flags & (PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY))) {
+                mca_pml_dr2_path_probe_received(peer, peer->rx_path, &hdr);
+                break;
+            }
             ack_arrived(peer, &hdr.ack, hdr.flags);
             break;
         case PML_DR2_HDR_NACK:
@@ -663,6 +781,7 @@ void mca_pml_dr2_drain_deferred(void)
     while (!opal_list_is_empty(&mca_pml_dr2.deferred)) {
         mca_pml_dr2_deferred_t *d = (mca_pml_dr2_deferred_t *) opal_list_remove_first(
             &mca_pml_dr2.deferred);
+        d->peer->rx_path = d->path;
         mca_pml_dr2_recv_segment(d->peer, d->data, d->len);
         OBJ_DESTRUCT(&d->super);
         free(d);
@@ -724,6 +843,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
         mca_pml_dr2_leave();
         return;
     }
+    peer->ka_heard = true; /* it is alive (pml_dr2_keepalive.h) */
     for (size_t i = 0; i < desc->des_segment_count; i++) {
         len += desc->des_segments[i].seg_len;
     }
@@ -734,6 +854,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
             size_t off = 0;
             OBJ_CONSTRUCT(&d->super, opal_list_item_t);
             d->peer = peer;
+            d->path = mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
             d->len = len;
             for (size_t i = 0; i < desc->des_segment_count; i++) {
                 memcpy(d->data + off, desc->des_segments[i].seg_addr.pval,
@@ -743,6 +864,9 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
             opal_list_append(&mca_pml_dr2.deferred, &d->super);
         }
     } else if (1 == desc->des_segment_count) {
+        /* ACKs sent alone go back on the path that delivered (pml_dr2_pending_ack_t) */
+        peer->rx_path = OPAL_LIKELY(1 == peer->npaths) ? 0
+                                                       : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
         mca_pml_dr2_recv_segment(peer, desc->des_segments[0].seg_addr.pval, len);
     }
     mca_pml_dr2_leave();

@@ -33,6 +33,10 @@ typedef struct mca_pml_dr2_rxmsg_t {
     bool rndv;
     bool matched;  /* bound to a receive request (or taken by a matched probe) */
     bool in_hash;  /* in peer->rx_msgs */
+    /* dropped unreceived (its communicator was revoked, or it was freed): what still
+     * arrives of it is acknowledged and discarded, so that the sender's vfrags complete;
+     * released once all of it has come (mca_pml_dr2_rxmsg_drop) */
+    bool dropped;
     uint32_t msg_id;
     uint64_t msg_len;
     uint64_t bytes_received;
@@ -58,6 +62,7 @@ typedef pml_dr2_rx_vfrag_t mca_pml_dr2_rx_vfrag_t;
 typedef struct {
     opal_list_item_t super;
     mca_pml_dr2_peer_t *peer;
+    int path; /* the peer's path it came on */
     size_t len;
     unsigned char data[];
 } mca_pml_dr2_deferred_t;
@@ -79,6 +84,24 @@ mca_pml_dr2_rxmsg_t *mca_pml_dr2_rxmsg_alloc(void);
 /* The receive bound to an rxmsg completes, or the message is abandoned: drop it from the
  * peer's tables and free it. */
 void mca_pml_dr2_rxmsg_release(mca_pml_dr2_rxmsg_t *msg);
+
+/* Nobody will receive this message (its communicator is revoked for its tag, or gone):
+ * a rendezvous is answered with an ACK flagged REVOKED (its sender completes in error, no
+ * data follows) and released; an eager message is released once every byte of it has
+ * arrived and been acknowledged, its data discarded. Never just forgotten: its sender
+ * would resend it for ever, and its unacknowledged vfrags would end up filling the
+ * sender's window towards this peer for every communicator. */
+void mca_pml_dr2_rxmsg_drop(mca_pml_dr2_rxmsg_t *msg);
+
+/* A receive matched `msg` but cannot take it (no memory for its staging copy) and has
+ * been completed in error: the message is consumed as a dropped one, except that a
+ * rendezvous is given its go-ahead (MATCHED: a receive did match it) and its data is
+ * discarded as it arrives. */
+void mca_pml_dr2_rxmsg_discard_matched(mca_pml_dr2_rxmsg_t *msg);
+
+/* A buffer of `len` bytes for a message being received (malloc), NULL if there is no
+ * memory -- or if pml_dr2_inject_nomem says so (tests). */
+void *mca_pml_dr2_rx_buffer_alloc(uint64_t len);
 
 /* All data of a matched message is in: copy unexpected data out, complete the request. */
 void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg);

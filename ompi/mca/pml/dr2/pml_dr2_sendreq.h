@@ -27,8 +27,15 @@ OBJ_CLASS_DECLARATION(mca_pml_dr2_send_request_t);
 /* Start (or restart, for persistent requests) an initialised send request. */
 int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *req);
 
-/* The protocol is done with the request: set its error and complete it. */
+/* The protocol is done with the request: set its error and complete it. Under ULFM a
+ * send that succeeded on a communicator revoked (for its tag) by now completes with the
+ * revoke's error, as ob1's does (the error ompi_request_is_failed set is kept there). */
 void mca_pml_dr2_send_request_complete(mca_pml_dr2_send_request_t *req, int error);
+
+/* The error a rendezvous ends with when its receiver dropped it unmatched (an ACK flagged
+ * REVOKED): the revoke's error as this process sees it, MPI_ERR_REVOKED if the revoke
+ * has not reached it yet. `req` may be NULL (a buffered send). */
+int mca_pml_dr2_send_request_dropped_error(const mca_pml_dr2_send_request_t *req);
 
 END_C_DECLS
 

@@ -36,6 +36,7 @@ static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
     msg->own = MCA_PML_DR2_OWN_NONE;
     msg->req = NULL;
     msg->match_retries = 0;
+    msg->match_unanswered = 0;
     msg->match_flags = 0;
 }
 
@@ -131,7 +132,7 @@ static inline void arm_deadline(uint64_t deadline)
  * it so far, the next progress call stamps it with the clock (mca_pml_dr2_t.now_us). */
 static inline void vfrag_rearm(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
 {
-    v->local_mark = peer->tx_handed;
+    v->local_mark = peer->paths[v->path].tx_handed;
     if (0 != v->deadline_us) {
         v->deadline_us = 0;
         peer->to_arm++;
@@ -146,15 +147,28 @@ static inline void vfrag_forget_timer(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfra
     }
 }
 
-/* Exponential backoff on the peer's RTO, capped. */
+/* Exponential backoff on the ACK timeout of a vfrag on one of the peer's paths, capped:
+ * the longest of the paths up (pml_dr2_path_slowest says why). */
+static inline uint64_t path_backoff_us(const mca_pml_dr2_peer_t *peer, int path,
+                                       uint32_t retries)
+{
+    if (OPAL_UNLIKELY(peer->npaths > 1)) {
+        path = pml_dr2_path_slowest(peer->path_state, peer->npaths, path);
+    }
+    return pml_dr2_path_backoff_us(&peer->path_state[path], retries, &mca_pml_dr2.path_params);
+}
+
+/* The same for a timer of the peer that no path carries (a rendezvous waiting for its
+ * match): on the path a small segment would take now. */
 static uint64_t backoff_us(mca_pml_dr2_peer_t *peer, uint32_t retries)
 {
-    uint64_t t = peer->rto_us;
+    return path_backoff_us(peer, mca_pml_dr2_path_live(peer, 0), retries);
+}
 
-    for (uint32_t i = 0; i < retries && t < mca_pml_dr2.ack_timeout_max_us; i++) {
-        t *= 2;
-    }
-    return t > mca_pml_dr2.ack_timeout_max_us ? mca_pml_dr2.ack_timeout_max_us : t;
+/* What a vfrag weighs on its path: payload and headers. */
+static inline uint64_t vfrag_wire_bytes(const mca_pml_dr2_vfrag_t *v)
+{
+    return v->len + (uint64_t) v->nfrags * PML_DR2_HDR_MAX_LEN;
 }
 
 /* ---- fragments on the wire ----------------------------------------------------------- */
@@ -375,10 +389,11 @@ static inline int acks_to_piggyback(mca_pml_dr2_peer_t *peer, size_t len, bool e
     if (0 == peer->nacks) {
         return 0;
     }
-    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type) {
+    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type
+        && 0 == (peer->acks[0].flags & PML_DR2_HDR_FLAG_REVOKED)) { /* EAGER carries no REVOKED */
         *inline_ack = acks = 1;
     }
-    limit = peer->bml_endpoint->btl_eager.bml_btls[0].btl->btl_eager_limit;
+    limit = peer->eager_limit_min;
     if (len < limit) {
         int more = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
         if (more > peer->nacks - *inline_ack) {
@@ -399,10 +414,14 @@ static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v,
 
     ctx.acks = acks_to_piggyback(peer, len, eager, &ctx.inline_ack);
     len += (size_t) (ctx.acks - ctx.inline_ack) * PML_DR2_HDR_ACK_LEN;
-    rc = mca_pml_dr2_peer_send_segment(peer, len, 1 == v->nfrags,
+    rc = mca_pml_dr2_peer_send_segment(peer, v->path, len, 1 == v->nfrags,
                                        eager ? fill_eager : fill_fragment, &ctx);
     if (OMPI_SUCCESS == rc) {
         mca_pml_dr2.counters.frags_sent++;
+        mca_pml_dr2.path_counters.frags_sent[v->path]++;
+        if (flags & PML_DR2_HDR_FLAG_RETRANSMIT) {
+            mca_pml_dr2.path_counters.retransmits[v->path]++;
+        }
         if (ctx.acks > 0) {
             mca_pml_dr2_peer_acks_sent(peer, ctx.acks);
         }
@@ -438,10 +457,10 @@ static inline mca_pml_dr2_vfrag_t *vfrag_get(void)
 }
 
 /* v becomes the message's next vfrag, with the peer's next id, in flight (indexed, timed)
- * but not yet counted as pending: the caller either sends it at once or counts it
- * (vfrag_create). */
+ * on path `path` but not yet counted as pending: the caller either sends it at once or
+ * counts it (vfrag_create). */
 static void vfrag_start(mca_pml_dr2_vfrag_t *v, mca_pml_dr2_txmsg_t *msg, uint8_t kind,
-                        uint64_t offset, uint64_t len)
+                        uint64_t offset, uint64_t len, int path)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
     uint64_t n = PML_DR2_HDR_RNDV == kind ? 1 : (len + msg->frag_len - 1) / msg->frag_len;
@@ -457,10 +476,12 @@ static void vfrag_start(mca_pml_dr2_vfrag_t *v, mca_pml_dr2_txmsg_t *msg, uint8_
     v->len = len;
     v->pending = pml_dr2_ackmask_full(v->nfrags);
     v->sent = v->acked = v->fast_resent = 0;
-    v->sent_at_us = 0;
+    v->sent_at_us = v->armed_at_us = 0;
     v->deadline_us = UINT64_MAX;
     v->retries = 0;
     v->retransmitted = false;
+    v->path = (uint8_t) path;
+    pml_dr2_path_assign(&peer->path_state[path], vfrag_wire_bytes(v), mca_pml_dr2.now_us);
     opal_list_append(&peer->tx_unacked, &v->super.super);
     vfrag_index(peer, v);
     msg->vfrags_live++;
@@ -473,7 +494,10 @@ static mca_pml_dr2_vfrag_t *vfrag_new(mca_pml_dr2_txmsg_t *msg, uint8_t kind, ui
     mca_pml_dr2_vfrag_t *v = vfrag_get();
 
     if (NULL != v) {
-        vfrag_start(v, msg, kind, offset, len);
+        /* striping: the vfrag goes to the path expected to deliver it first */
+        uint64_t frags = PML_DR2_HDR_RNDV == kind ? 1 : len / msg->frag_len + 1;
+        vfrag_start(v, msg, kind, offset, len,
+                    mca_pml_dr2_path_pick(msg->peer, len + frags * PML_DR2_HDR_MAX_LEN));
     }
     return v;
 }
@@ -545,12 +569,22 @@ static uint64_t rndv_data_len(const mca_pml_dr2_txmsg_t *msg)
     return rest <= mca_pml_dr2_peer_rndv_data_max(msg->peer) ? rest : 0;
 }
 
+/* Fragments per vfrag: as many as an ACK mask covers; with several paths up, fewer, so that
+ * a large message spreads over them (a vfrag travels on one path). */
+static inline unsigned vfrag_max_frags(mca_pml_dr2_peer_t *peer)
+{
+    if (OPAL_UNLIKELY(peer->npaths > 1) && mca_pml_dr2_paths_up(peer) > 1) {
+        return MCA_PML_DR2_STRIPE_FRAGS;
+    }
+    return PML_DR2_MAX_FRAGS_PER_VFRAG;
+}
+
 /* Create vfrags for what the message still has to send, as far as the window allows;
  * a message that does not fit waits on the peer's blocked list, in order. */
 static void txmsg_schedule(mca_pml_dr2_txmsg_t *msg)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
-    uint64_t per_vfrag = (uint64_t) msg->frag_len * PML_DR2_MAX_FRAGS_PER_VFRAG;
+    uint64_t per_vfrag = (uint64_t) msg->frag_len * vfrag_max_frags(peer);
 
     if (!msg->has_id) {
         mca_pml_dr2_vfrag_t *v;
@@ -682,6 +716,7 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
     unsigned char seg[MCA_PML_DR2_SMALL_SEGMENT_MAX];
     size_t len = 0;
     int inline_ack, acks = 0, rc;
+    int path = mca_pml_dr2_path_pick(peer, msg->msg_len + PML_DR2_HDR_MAX_LEN);
 
     if (msg->msg_len <= MCA_PML_DR2_TINY_SEND_MAX) {
         /* the ACKs we owe the peer wait for another segment, or go alone */
@@ -697,10 +732,11 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
         len = pack_eager(msg, peer->tx_next_id, PML_DR2_HDR_FLAG_ACK_NOW, inline_ack, acks, seg,
                          sizeof(seg));
     }
-    rc = mca_pml_dr2_peer_send_small(peer, seg, len);
-    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
+    rc = mca_pml_dr2_peer_send_small(peer, path, seg, len);
+    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len, path);
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
         mca_pml_dr2.counters.frags_sent++;
+        mca_pml_dr2.path_counters.frags_sent[path]++;
         if (acks > 0) {
             mca_pml_dr2_peer_acks_sent(peer, acks);
         }
@@ -728,7 +764,8 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
         txmsg_send_eager_now(msg, v);
         return true;
     }
-    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len);
+    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len,
+                mca_pml_dr2_path_pick(peer, msg->msg_len + PML_DR2_HDR_MAX_LEN));
     vfrag_first_send_done(peer, v, send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW));
     return true;
 }
@@ -741,7 +778,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     mca_pml_dr2_txmsg_t *msg;
     mca_pml_dr2_vfrag_t *v;
     size_t seg_len;
-    int rc;
+    int rc, path;
 
     /* txmsg_send_single's and is_eager_message's conditions, for this message */
     if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum || len > frag_len
@@ -765,7 +802,8 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
         }
         return false;
     }
-    rc = mca_pml_dr2_peer_send_small(peer, seg, seg_len);
+    path = mca_pml_dr2_path_pick(peer, seg_len);
+    rc = mca_pml_dr2_peer_send_small(peer, path, seg, seg_len);
 
     txmsg_construct(msg);
     msg->peer = peer;
@@ -779,9 +817,10 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
         txmsg_copy_inline(msg, buf);
     }
     txmsg_single_vfrag(msg, match->vfrag);
-    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, len);
+    vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, len, path);
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
         mca_pml_dr2.counters.frags_sent++;
+        mca_pml_dr2.path_counters.frags_sent[path]++;
     }
     vfrag_first_send_done(peer, v, rc);
     return true;
@@ -840,12 +879,14 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
     vfrag_forget_timer(peer, v);
     mca_pml_dr2.timers_armed--;
     msg->vfrags_live--;
+    pml_dr2_path_acked(&peer->path_state[v->path], vfrag_wire_bytes(v), mca_pml_dr2.now_us);
     if (PML_DR2_HDR_RNDV == v->kind && msg->rndv) {
         /* delivered but not matched yet: wait for the receiver's go-ahead, with a slow
          * timer that resends the RNDV in case the go-ahead is lost */
         msg->state = MCA_PML_DR2_TX_AWAIT_MATCH;
         msg->match_retries = 0;
-        msg->match_deadline_us = mca_pml_dr2.now_us + backoff_us(peer, 2);
+        msg->match_unanswered = 0;
+        msg->match_deadline_us = mca_pml_dr2.now_us + path_backoff_us(peer, v->path, 2);
         arm_deadline(msg->match_deadline_us);
         opal_list_append(&peer->tx_await_match, &msg->super.super);
         msg->in_list = true;
@@ -873,49 +914,85 @@ static inline void vfrag_add_pending(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag
     mca_pml_dr2_peer_set_work(peer);
 }
 
+/* The vfrag moves from its path to path `to` (its old path went down). */
+static void vfrag_move(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int to)
+{
+    uint64_t bytes = vfrag_wire_bytes(v);
+
+    pml_dr2_path_unassign(&peer->path_state[v->path], bytes, mca_pml_dr2.now_us);
+    pml_dr2_path_assign(&peer->path_state[to], bytes, mca_pml_dr2.now_us);
+    v->path = (uint8_t) to;
+    v->local_mark = peer->paths[to].tx_handed;
+}
+
+/* Send the pending fragments of one vfrag, lowest first, on its path. Returns false when
+ * its path takes no more now (pml_dr2_send_depth reached, or the BTL is full). */
+static bool vfrag_push(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    mca_pml_dr2_path_t *path;
+
+    if (OPAL_UNLIKELY(!peer->path_state[v->path].up)) {
+        vfrag_move(peer, v, mca_pml_dr2_path_live(peer, v->path));
+    }
+    path = &peer->paths[v->path];
+    while (0 != v->pending) {
+        int index = pml_dr2_ackmask_lowest(v->pending);
+        uint64_t bit = pml_dr2_ackmask_bit((unsigned) index);
+        uint8_t flags = 0;
+        int rc;
+
+        if (0 != mca_pml_dr2.send_depth
+            && mca_pml_dr2_path_inflight(path) >= mca_pml_dr2.send_depth) {
+            return false; /* the BTL holds enough of ours: the rest goes from progress */
+        }
+        if (v->sent & bit) {
+            flags |= PML_DR2_HDR_FLAG_RETRANSMIT;
+        }
+        /* Ask for an ACK with the last fragment this round sends of the vfrag: it
+         * then shows any gap at once (fast retransmit), not after a timeout. */
+        if (0 == (v->pending & ~bit)) {
+            flags |= PML_DR2_HDR_FLAG_ACK_NOW;
+        }
+        rc = send_fragment(peer, v, (unsigned) index, flags);
+        if (OMPI_SUCCESS != rc) {
+            if (OMPI_ERR_UNREACH == rc) {
+                mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+            }
+            return false; /* the BTL is full: the rest goes from progress */
+        }
+        if (v->sent & bit) {
+            mca_pml_dr2.counters.retransmits++;
+        }
+        v->pending &= ~bit;
+        v->sent |= bit;
+        if (0 == v->pending) {
+            peer->tx_pending--;
+            vfrag_rearm(peer, v);
+        }
+    }
+    return true;
+}
+
 void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer)
 {
     mca_pml_dr2_vfrag_t *v, *next;
+    unsigned full = 0; /* bit i: path i takes no more now */
 
     if (0 == peer->tx_pending || peer->failed) {
         return;
     }
     OPAL_LIST_FOREACH_SAFE (v, next, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
-        while (0 != v->pending) {
-            int index = pml_dr2_ackmask_lowest(v->pending);
-            uint64_t bit = pml_dr2_ackmask_bit((unsigned) index);
-            uint8_t flags = 0;
-            int rc;
-
-            if (0 != mca_pml_dr2.send_depth
-                && mca_pml_dr2_peer_inflight(peer) >= mca_pml_dr2.send_depth) {
-                mca_pml_dr2_peer_set_work(peer);
-                return; /* the BTL holds enough of ours: the rest goes from progress */
+        if (0 == v->pending || (full & (1u << v->path))) {
+            continue;
+        }
+        if (!vfrag_push(peer, v)) {
+            if (peer->failed || 1 == peer->npaths) {
+                break;
             }
-            if (v->sent & bit) {
-                flags |= PML_DR2_HDR_FLAG_RETRANSMIT;
-            }
-            /* Ask for an ACK with the last fragment this round sends of the vfrag: it
-             * then shows any gap at once (fast retransmit), not after a timeout. */
-            if (0 == (v->pending & ~bit)) {
-                flags |= PML_DR2_HDR_FLAG_ACK_NOW;
-            }
-            rc = send_fragment(peer, v, (unsigned) index, flags);
-            if (OMPI_SUCCESS != rc) {
-                if (OMPI_ERR_UNREACH == rc) {
-                    mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
-                }
-                mca_pml_dr2_peer_set_work(peer);
-                return; /* the BTL is full: the rest goes from progress */
-            }
-            if (v->sent & bit) {
-                mca_pml_dr2.counters.retransmits++;
-            }
-            v->pending &= ~bit;
-            v->sent |= bit;
-            if (0 == v->pending) {
-                peer->tx_pending--;
-                vfrag_rearm(peer, v);
+            /* the vfrags of the other paths still go */
+            full |= 1u << v->path;
+            if (full == (1u << peer->npaths) - 1) {
+                break;
             }
         }
         if (0 == peer->tx_pending) {
@@ -941,14 +1018,16 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t ma
 
     mca_pml_dr2.counters.acks_received++;
     if (NULL == v) {
-        if (matched) {
-            mca_pml_dr2_txmsg_t *msg;
-            OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
-                if (msg->msg_id == vfrag) {
+        mca_pml_dr2_txmsg_t *msg;
+        OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+            if (msg->msg_id == vfrag) {
+                if (matched) {
                     txmsg_matched(msg);
                     mca_pml_dr2_peer_push(peer);
-                    return;
+                } else {
+                    msg->match_unanswered = 0; /* held, not matched yet: the peer is there */
                 }
+                return;
             }
         }
         mca_pml_dr2.counters.duplicates++; /* an ACK repeated after the vfrag completed */
@@ -963,7 +1042,12 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t ma
     if (0 != newly && !v->retransmitted && 0 != v->deadline_us && UINT64_MAX != v->deadline_us
         && mca_pml_dr2.now_us >= v->sent_at_us) {
         /* armed: sent_at_us is the first clock reading after the send */
-        mca_pml_dr2_peer_rtt_sample(peer, mca_pml_dr2.now_us - v->sent_at_us);
+        pml_dr2_path_rtt_sample(&peer->path_state[v->path], mca_pml_dr2.now_us - v->sent_at_us,
+                                &mca_pml_dr2.path_params);
+    }
+    if (0 != newly) {
+        /* its path delivers (pml_dr2_path_timeout_says_down) */
+        pml_dr2_path_acked(&peer->path_state[v->path], 0, mca_pml_dr2.now_us);
     }
     v->acked |= mask;
     if (0 != (v->pending & mask)) {
@@ -994,6 +1078,31 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t ma
         }
     }
     mca_pml_dr2_peer_push(peer);
+}
+
+void mca_pml_dr2_vfrag_revoked(mca_pml_dr2_peer_t *peer, uint32_t vfrag)
+{
+    mca_pml_dr2_vfrag_t *v = vfrag_lookup(peer, vfrag);
+    mca_pml_dr2_txmsg_t *msg = NULL, *m;
+
+    mca_pml_dr2.counters.acks_received++;
+    if (NULL != v) {
+        if (PML_DR2_HDR_RNDV == v->kind && v->msg->rndv) {
+            msg = v->msg; /* its plain ACK was lost or is still to come */
+        }
+    } else {
+        OPAL_LIST_FOREACH (m, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+            if (m->msg_id == vfrag) {
+                msg = m;
+                break;
+            }
+        }
+    }
+    if (NULL == msg) {
+        mca_pml_dr2.counters.duplicates++; /* repeated, or about a message done with */
+        return;
+    }
+    mca_pml_dr2_txmsg_abort(msg, mca_pml_dr2_send_request_dropped_error(msg->req));
 }
 
 /* See mca_pml_dr2_peer_defer_ack. */
@@ -1041,6 +1150,7 @@ static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
     fake.id = msg->msg_id;
     fake.kind = PML_DR2_HDR_RNDV;
     fake.nfrags = 1;
+    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer, 0);
     if (OMPI_SUCCESS
         == send_fragment(msg->peer, &fake, 0,
                          PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)) {
@@ -1066,11 +1176,12 @@ static void arm_timers(uint64_t now)
             mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) item;
             if (0 == v->deadline_us) {
                 unseen--;
-                if (mca_pml_dr2_peer_locally_complete(peer, v->local_mark)) {
+                if (mca_pml_dr2_path_locally_complete(&peer->paths[v->path], v->local_mark)) {
                     if (0 == v->sent_at_us) {
                         v->sent_at_us = now; /* first transmission left: the RTT sample's start */
                     }
-                    v->deadline_us = now + backoff_us(peer, v->retries);
+                    v->armed_at_us = now;
+                    v->deadline_us = now + path_backoff_us(peer, v->path, v->retries);
                     arm_deadline(v->deadline_us);
                     peer->to_arm--;
                 }
@@ -1115,12 +1226,23 @@ int mca_pml_dr2_timers_check(uint64_t now)
                                   & ~v->pending;
                 mca_pml_dr2.counters.timeouts++;
                 v->retries++;
-                if (mca_pml_dr2.retry_limit > 0 && v->retries > (uint32_t) mca_pml_dr2.retry_limit) {
+                if (peer->npaths > 1 && mca_pml_dr2_paths_up(peer) > 1
+                    && pml_dr2_path_timeout_says_down(&peer->path_state[v->path], v->retries,
+                                                      v->armed_at_us, &mca_pml_dr2.path_params)) {
+                    /* a silent cut: the path goes, its vfrags (this one too) are resent on
+                     * the others at once; the peer's retry limit is not involved */
+                    mca_pml_dr2_path_down(peer, v->path,
+                                          "no acknowledgement within pml_dr2_path_retry_budget");
+                    work++;
+                    continue;
+                }
+                if (mca_pml_dr2.retry_limit > 0 && v->retries > (uint32_t) mca_pml_dr2.retry_limit
+                    && mca_pml_dr2_paths_up(peer) <= 1) {
                     mca_pml_dr2_peer_unreachable(peer->proc, "no acknowledgement within the retry limit");
                     break;
                 }
                 v->fast_resent = 0;
-                if (peer->wdog_expired) {
+                if (peer->paths[v->path].wdog_expired) {
                     /* the transport has not sent what it already holds for the peer (see
                      * mca_pml_dr2_watchdog_check): a resend would only queue behind it. The
                      * expiry still counts towards the retry limit. */
@@ -1139,7 +1261,7 @@ int mca_pml_dr2_timers_check(uint64_t now)
                     resend = probe;
                 }
                 vfrag_add_pending(peer, v, resend);
-                v->deadline_us = now + backoff_us(peer, v->retries);
+                v->deadline_us = now + path_backoff_us(peer, v->path, v->retries);
                 work++;
             }
             if (v->deadline_us < next) {
@@ -1149,9 +1271,22 @@ int mca_pml_dr2_timers_check(uint64_t now)
         if (peer->failed) {
             continue;
         }
+        if (OPAL_UNLIKELY(peer->npaths > 1 && mca_pml_dr2_paths_up(peer) < peer->npaths)) {
+            work += mca_pml_dr2_paths_probe(peer, now, &next);
+        }
         OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
             if (msg->match_deadline_us <= now) {
                 msg->match_retries++;
+                /* A receiver that holds the RNDV answers each resend (MATCHED once it
+                 * matched, a plain ACK until then), however long it takes to post the
+                 * receive; one that answers none is as unreachable as one that does not
+                 * acknowledge data (a path that died after the RNDV was acknowledged). */
+                if (mca_pml_dr2.retry_limit > 0
+                    && ++msg->match_unanswered > (uint32_t) mca_pml_dr2.retry_limit) {
+                    mca_pml_dr2_peer_unreachable(peer->proc,
+                                                 "no answer to a rendezvous within the retry limit");
+                    break;
+                }
                 resend_rndv(msg);
                 msg->match_deadline_us = now + backoff_us(peer, msg->match_retries + 2);
                 work++;
@@ -1164,6 +1299,39 @@ int mca_pml_dr2_timers_check(uint64_t now)
     }
     mca_pml_dr2.next_deadline_us = next;
     return work;
+}
+
+/* ---- failover ---------------------------------------------------------------------------- */
+
+void mca_pml_dr2_vfrag_reroute(mca_pml_dr2_peer_t *peer, int from)
+{
+    mca_pml_dr2_vfrag_t *v;
+    unsigned long resent = 0;
+    int moved = 0;
+
+    OPAL_LIST_FOREACH (v, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
+        uint64_t resend;
+        if (v->path != from) {
+            continue;
+        }
+        vfrag_move(peer, v, mca_pml_dr2_path_pick(peer, vfrag_wire_bytes(v)));
+        /* a fresh start on the new path: its own retry budget, its own timing */
+        v->retries = 0;
+        v->fast_resent = 0;
+        v->sent_at_us = 0;
+        if (0 != v->deadline_us) {
+            v->deadline_us = UINT64_MAX; /* no timer until it is sent again (vfrag_rearm) */
+        }
+        resend = v->sent & ~v->acked & ~v->pending;
+        resent += (unsigned long) pml_dr2_ackmask_count(resend);
+        vfrag_add_pending(peer, v, resend);
+        v->retransmitted = true; /* Karn: an ACK may be of either transmission */
+        moved++;
+    }
+    DR2_VERBOSE(1, "pml:dr2: %d vfrags of path %d to %s moved to the paths still up, %lu "
+                "fragments resent", moved, from, OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                resent);
+    mca_pml_dr2_peer_push(peer);
 }
 
 /* ---- abandoning messages ---------------------------------------------------------------- */
@@ -1185,6 +1353,8 @@ void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
         vfrag_forget_timer(peer, v);
         mca_pml_dr2.timers_armed--;
         msg->vfrags_live--;
+        pml_dr2_path_unassign(&peer->path_state[v->path], vfrag_wire_bytes(v),
+                              mca_pml_dr2.now_us);
         vfrag_free(v);
     }
     txmsg_finish(msg, error);

@@ -82,6 +82,12 @@ typedef struct {
  * line costs the most (in the other, 128 B TINY 0.19 against 0.21: the loss weighs more). */
 #define MCA_PML_DR2_TINY_SEND_MAX 64
 
+/* Fragments per vfrag when several paths to the peer are up (otherwise up to 64): a vfrag
+ * travels on one path, so a message is striped over the paths vfrag by vfrag. 4 fragments
+ * (512 KiB with the default pml_dr2_frag_size) spread a 1 MiB message over two paths and
+ * cost one ACK per 512 KiB. */
+#define MCA_PML_DR2_STRIPE_FRAGS 4
+
 typedef struct mca_pml_dr2_txmsg_t {
     opal_free_list_item_t super; /* from mca_pml_dr2.txmsgs; on peer->tx_blocked or
                                   * peer->tx_await_match */
@@ -111,6 +117,9 @@ typedef struct mca_pml_dr2_txmsg_t {
     /* rendezvous waiting for its match: RNDV resend timer */
     uint64_t match_deadline_us;
     uint32_t match_retries;
+    /* of those, resends in a row the receiver did not answer at all (its plain ACK says
+     * it holds the RNDV, unmatched): counted against pml_dr2_retry_limit */
+    uint32_t match_unanswered;
     unsigned char inline_data[MCA_PML_DR2_INLINE_MAX];
 } mca_pml_dr2_txmsg_t;
 
@@ -128,12 +137,15 @@ typedef struct mca_pml_dr2_vfrag_t {
     uint64_t sent;     /* fragments sent at least once */
     uint64_t acked;    /* fragments the receiver holds */
     uint64_t fast_resent; /* resent on a gap since the last timer expiry */
-    uint64_t sent_at_us;  /* last transmission, for the RTT sample */
+    uint64_t sent_at_us;  /* first transmission, for the RTT sample */
+    uint64_t armed_at_us; /* when its ACK timer last started: its latest transmission had
+                           * left (pml_dr2_path_timeout_says_down) */
     uint64_t deadline_us; /* ACK timer */
-    uint64_t local_mark;  /* peer->tx_handed after its last transmission: the timer starts
-                           * once the BTL completed that many (see pml_dr2_peer.h) */
+    uint64_t local_mark;  /* its path's tx_handed after its last transmission: the timer
+                           * starts once the BTL completed that many (pml_dr2_btlpath.h) */
     uint32_t retries;
     bool retransmitted;   /* Karn: no RTT sample from this vfrag any more */
+    uint8_t path;         /* the peer's path that carries it (pml_dr2_btlpath.h) */
 } mca_pml_dr2_vfrag_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_vfrag_t);
@@ -173,6 +185,9 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
 /* Handle an ACK from the peer: `mask` of vfrag `vfrag` received intact; `matched`: the
  * receiver matched the rendezvous whose RNDV that vfrag was (header validated by the codec). */
 void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t mask, bool matched);
+/* Handle an ACK flagged REVOKED: the peer dropped, unmatched, the rendezvous whose RNDV
+ * was vfrag `vfrag` (its communicator is revoked there): the send completes in error. */
+void mca_pml_dr2_vfrag_revoked(mca_pml_dr2_peer_t *peer, uint32_t vfrag);
 /* Handle a NACK from the peer (header already validated by the codec). */
 void mca_pml_dr2_vfrag_nack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr);
 
@@ -181,6 +196,10 @@ void mca_pml_dr2_peer_push(mca_pml_dr2_peer_t *peer);
 
 /* Expire ACK timers and rendezvous timers of every peer; returns work done. */
 int mca_pml_dr2_timers_check(uint64_t now_us);
+
+/* Path `from` of the peer went down: its vfrags move to the paths still up, and whatever
+ * of them was sent and not acknowledged is resent at once. */
+void mca_pml_dr2_vfrag_reroute(mca_pml_dr2_peer_t *peer, int from);
 
 /* Abandon a message (its peer failed, or its communicator was revoked): no more
  * transmissions, resources released, its request (if any) completed with `error`. */

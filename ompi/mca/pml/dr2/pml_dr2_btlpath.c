@@ -1,0 +1,212 @@
+/*
+ * ompi-resilience: pml/dr2 paths over the BML (see pml_dr2_btlpath.h).
+ */
+#include "ompi_config.h"
+
+#include <string.h>
+
+#include "ompi/mca/bml/base/base.h"
+
+#include "pml_dr2.h"
+#include "pml_dr2_btlpath.h"
+#include "pml_dr2_peer.h"
+#include "pml_dr2_vfrag.h"
+
+static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *bml_btl)
+{
+    mca_pml_dr2_path_t *path = &peer->paths[index];
+
+    path->peer = peer;
+    path->bml_btl = bml_btl;
+    path->index = index;
+    path->state = &peer->path_state[index];
+    pml_dr2_path_init(path->state, &mca_pml_dr2.path_params);
+    path->tx_handed = 0;
+    path->tx_completed = 0;
+    path->wdog_completed_seen = 0;
+    path->wdog_since_us = 0;
+    path->wdog_expired = false;
+}
+
+void mca_pml_dr2_paths_init(mca_pml_dr2_peer_t *peer)
+{
+    /* Every BTL the BML may send on to this peer. The send array holds only the BTLs of
+     * the highest exclusivity (sm alone to a process on the same host, never sm and tcp),
+     * so the paths are alternatives of one kind. */
+    mca_bml_base_btl_array_t *btls = &peer->bml_endpoint->btl_send;
+    size_t n = mca_bml_base_btl_array_get_size(btls);
+
+    if (0 == n) {
+        btls = &peer->bml_endpoint->btl_eager;
+        n = mca_bml_base_btl_array_get_size(btls);
+    }
+    peer->npaths = 0;
+    peer->eager_limit_min = SIZE_MAX;
+    peer->max_send_min = SIZE_MAX;
+    for (size_t i = 0; i < n && peer->npaths < PML_DR2_PATH_MAX; i++) {
+        mca_bml_base_btl_t *bml_btl = mca_bml_base_btl_array_get_index(btls, i);
+        mca_btl_base_module_t *btl = bml_btl->btl;
+
+        path_init(peer, peer->npaths++, bml_btl);
+        if (btl->btl_eager_limit < peer->eager_limit_min) {
+            peer->eager_limit_min = btl->btl_eager_limit;
+        }
+        if (btl->btl_max_send_size < peer->max_send_min) {
+            peer->max_send_min = btl->btl_max_send_size;
+        }
+        DR2_VERBOSE(10, "pml:dr2: path %d to %s: btl %s (eager %zu, max send %zu)",
+                    peer->npaths - 1, OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                    btl->btl_component->btl_version.mca_component_name, btl->btl_eager_limit,
+                    btl->btl_max_send_size);
+    }
+    if (n > PML_DR2_PATH_MAX) {
+        DR2_VERBOSE(1, "pml:dr2: %zu BTLs reach %s: only the first %d are used as paths", n,
+                    OMPI_NAME_PRINT(&peer->proc->super.proc_name), PML_DR2_PATH_MAX);
+    }
+}
+
+int mca_pml_dr2_path_of_endpoint(const mca_pml_dr2_peer_t *peer,
+                                 const struct mca_btl_base_endpoint_t *ep)
+{
+    for (int i = 0; i < peer->npaths; i++) {
+        if (peer->paths[i].bml_btl->btl_endpoint == ep) {
+            return i;
+        }
+    }
+    return 0;
+}
+
+int mca_pml_dr2_paths_up(const mca_pml_dr2_peer_t *peer)
+{
+    return pml_dr2_path_count_up(peer->path_state, peer->npaths);
+}
+
+int mca_pml_dr2_path_pick(mca_pml_dr2_peer_t *peer, uint64_t bytes)
+{
+    int i;
+
+    if (OPAL_LIKELY(1 == peer->npaths)) {
+        return 0;
+    }
+    i = pml_dr2_path_pick(peer->path_state, peer->npaths, bytes);
+    return i >= 0 ? i : 0;
+}
+
+int mca_pml_dr2_path_live(mca_pml_dr2_peer_t *peer, int index)
+{
+    if (OPAL_LIKELY(index < peer->npaths && peer->path_state[index].up)) {
+        return index;
+    }
+    return mca_pml_dr2_path_pick(peer, 0);
+}
+
+/* The probe timer of a down path counts as an armed timer: progress reads the clock. */
+static void probe_timer_start(const pml_dr2_path_state_t *state)
+{
+    mca_pml_dr2.timers_armed++;
+    if (state->next_probe_us < mca_pml_dr2.next_deadline_us) {
+        mca_pml_dr2.next_deadline_us = state->next_probe_us;
+    }
+}
+
+void mca_pml_dr2_path_down(mca_pml_dr2_peer_t *peer, int index, const char *why)
+{
+    mca_pml_dr2_path_t *path = &peer->paths[index];
+    int left;
+
+    if (peer->failed || !pml_dr2_path_fail(path->state, mca_pml_dr2_now_us(),
+                                           &mca_pml_dr2.path_params)) {
+        return;
+    }
+    mca_pml_dr2.path_counters.downs[index]++;
+    probe_timer_start(path->state);
+    left = mca_pml_dr2_paths_up(peer);
+    DR2_VERBOSE(1, "pml:dr2: path %d to %s (btl %s) is down: %s; %d of %d paths left", index,
+                OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                path->bml_btl->btl->btl_component->btl_version.mca_component_name, why, left,
+                peer->npaths);
+    if (0 == left) {
+        mca_pml_dr2_peer_unreachable(peer->proc, why);
+        return;
+    }
+    mca_pml_dr2_vfrag_reroute(peer, index);
+}
+
+bool mca_pml_dr2_path_btl_error(struct ompi_proc_t *proc, struct mca_btl_base_module_t *btl)
+{
+    mca_pml_dr2_peer_t *peer = NULL;
+
+    if (OPAL_SUCCESS
+        != opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
+                                            (void **) &peer)) {
+        return false;
+    }
+    for (int i = 0; i < peer->npaths; i++) {
+        if (peer->paths[i].bml_btl->btl == btl) {
+            mca_pml_dr2_path_down(peer, i, "the BTL reports an error");
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A probe (PROBE) or its answer (PROBE_REPLY) on path `path`. */
+static int send_probe_hdr(mca_pml_dr2_peer_t *peer, int path, uint8_t flag, uint32_t seq,
+                          uint64_t mask)
+{
+    unsigned char buf[PML_DR2_HDR_ACK_LEN];
+    pml_dr2_ack_hdr_t ack = {.vfrag = seq, .mask = mask};
+    size_t len = pml_dr2_hdr_pack_ack(PML_DR2_HDR_ACK, flag, &ack, buf, sizeof(buf));
+
+    return 0 == len ? OMPI_ERROR : mca_pml_dr2_peer_send_small(peer, path, buf, len);
+}
+
+int mca_pml_dr2_paths_probe(mca_pml_dr2_peer_t *peer, uint64_t now_us, uint64_t *next)
+{
+    int sent = 0;
+
+    for (int i = 0; i < peer->npaths; i++) {
+        pml_dr2_path_state_t *state = &peer->path_state[i];
+        if (state->up) {
+            continue;
+        }
+        if (pml_dr2_path_probe_due(state, now_us)) {
+            uint32_t seq = pml_dr2_path_probe_sent(state, now_us, &mca_pml_dr2.path_params);
+            /* a BTL that refuses it (its connection failed for good) leaves the path down */
+            (void) send_probe_hdr(peer, i, PML_DR2_HDR_FLAG_PROBE, seq, (uint64_t) i + 1);
+            mca_pml_dr2.path_counters.probes[i]++;
+            sent++;
+        }
+        if (state->next_probe_us < *next) {
+            *next = state->next_probe_us;
+        }
+    }
+    return sent;
+}
+
+void mca_pml_dr2_path_probe_received(mca_pml_dr2_peer_t *peer, int arrival,
+                                     const pml_dr2_hdr_t *hdr)
+{
+    uint64_t index = hdr->ack.mask - 1;
+
+    if (hdr->flags & PML_DR2_HDR_FLAG_PROBE) {
+        /* answer on the path it came on: the answer then proves that path both ways */
+        (void) send_probe_hdr(peer, arrival, PML_DR2_HDR_FLAG_PROBE_REPLY, hdr->ack.vfrag,
+                              hdr->ack.mask);
+        return;
+    }
+    if (index >= (uint64_t) peer->npaths) {
+        mca_pml_dr2.counters.malformed++;
+        return;
+    }
+    if (pml_dr2_path_probe_answered(&peer->path_state[index], hdr->ack.vfrag,
+                                    mca_pml_dr2_now_us())) {
+        mca_pml_dr2.path_counters.ups[index]++;
+        mca_pml_dr2.timers_armed--; /* its probe timer */
+        peer->paths[index].wdog_expired = false;
+        DR2_VERBOSE(1, "pml:dr2: path %d to %s (btl %s) is up again: %d of %d paths up",
+                    (int) index, OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                    peer->paths[index].bml_btl->btl->btl_component->btl_version.mca_component_name,
+                    mca_pml_dr2_paths_up(peer), peer->npaths);
+    }
+}

@@ -1,0 +1,104 @@
+/*
+ * ompi-resilience: pml/dr2 paths over the BML: one per BTL that reaches a peer.
+ *
+ * The decisions (is the path up, which path takes a vfrag, when to probe) are pure logic
+ * in pml_dr2_path.h; this is what ties them to Open MPI: the BTL module and endpoint of a
+ * path, the descriptors it holds for us, its local-completion watchdog, its probes on the
+ * wire, BTL errors, and the counters exported as MPI_T pvars (arrays indexed by path).
+ *
+ * A path's index is the position of its BTL in the peer's BML send array (the BML's order:
+ * by bandwidth, then as the BTLs were opened), the same for every peer of a process: with
+ * two tcp modules, index 0 and 1 are the two networks.
+ *
+ * Probes travel as ACK headers flagged PROBE (pml_dr2_hdr.h): vfrag = probe id, mask = the
+ * prober's path index + 1. The receiver answers on the path the probe arrived on, flagged
+ * PROBE_REPLY with the same fields, so an answer proves the path works both ways.
+ */
+#ifndef MCA_PML_DR2_BTLPATH_H
+#define MCA_PML_DR2_BTLPATH_H
+
+#include "pml_dr2.h"
+#include "pml_dr2_path.h"
+
+BEGIN_C_DECLS
+
+struct mca_pml_dr2_peer_t;
+
+typedef struct mca_pml_dr2_path_t {
+    struct mca_pml_dr2_peer_t *peer;
+    mca_bml_base_btl_t *bml_btl;
+    int index; /* in peer->paths, and in the per-path counters */
+    pml_dr2_path_state_t *state; /* &peer->path_state[index]: the peer keeps them side by
+                                  * side for pml_dr2_path_pick */
+    /* Our descriptors on this path, as two running counts: handed to the BTL (under our
+     * lock) and completed by it (from its callbacks, possibly in another thread: atomic);
+     * the difference is what the BTL still holds. A vfrag's ACK timer starts only once the
+     * descriptors handed to its path up to its last transmission are complete
+     * (vfrag->local_mark): a fragment still queued in the BTL (btl/tcp behind a full
+     * socket) has not left, and timing its ACK from the hand-over would resend what was
+     * never lost. Per path, so that a dead path that holds descriptors for ever (a silent
+     * cut fills the socket) neither stops the others sending (pml_dr2_send_depth) nor
+     * their timers. */
+    uint64_t tx_handed;
+    opal_atomic_int64_t tx_completed;
+    /* ---- local-completion watchdog (mca_pml_dr2_watchdog_check) ---- */
+    int64_t wdog_completed_seen; /* tx_completed at the last check that saw it move */
+    uint64_t wdog_since_us;      /* since then no descriptor completed */
+    bool wdog_expired; /* the BTL completed nothing for pml_dr2_local_timeout_us while holding
+                        * some of ours: the path's ACK timers no longer wait for local
+                        * completion */
+} mca_pml_dr2_path_t;
+
+/* Set up the peer's paths from its BML endpoint (at most PML_DR2_PATH_MAX). */
+void mca_pml_dr2_paths_init(struct mca_pml_dr2_peer_t *peer);
+
+/* The index of the peer's path whose BTL endpoint is `ep`; 0 if none is (an endpoint the
+ * BTL made on its own: any path will do to answer it). */
+int mca_pml_dr2_path_of_endpoint(const struct mca_pml_dr2_peer_t *peer,
+                                 const struct mca_btl_base_endpoint_t *ep);
+
+/* The path that takes a new vfrag of `bytes` (pml_dr2_path_pick); when none is up, path 0
+ * (the peer is then being declared unreachable). */
+int mca_pml_dr2_path_pick(struct mca_pml_dr2_peer_t *peer, uint64_t bytes);
+
+/* Path `index` if it is up, else the one that would take a small segment. */
+int mca_pml_dr2_path_live(struct mca_pml_dr2_peer_t *peer, int index);
+
+/* Paths of the peer that are up. */
+int mca_pml_dr2_paths_up(const struct mca_pml_dr2_peer_t *peer);
+
+/* Take a path out (`why` for the log): its vfrags move to the surviving paths and their
+ * unacknowledged fragments are resent at once; probing starts. When it was the last path,
+ * the peer is declared unreachable. */
+void mca_pml_dr2_path_down(struct mca_pml_dr2_peer_t *peer, int index, const char *why);
+
+/* A BTL reported an error for `proc`: take the path of that BTL out. True if a path was
+ * found for it (the peer may still have others). */
+bool mca_pml_dr2_path_btl_error(struct ompi_proc_t *proc, struct mca_btl_base_module_t *btl);
+
+/* Send the probes that are due on the peer's down paths; the earliest next probe goes into
+ * *next. Returns probes sent. */
+int mca_pml_dr2_paths_probe(struct mca_pml_dr2_peer_t *peer, uint64_t now_us, uint64_t *next);
+
+/* A probe or probe answer from the peer, which arrived on path `arrival` (header already
+ * validated: an ACK flagged PROBE or PROBE_REPLY). */
+void mca_pml_dr2_path_probe_received(struct mca_pml_dr2_peer_t *peer, int arrival,
+                                     const pml_dr2_hdr_t *hdr);
+
+/* Descriptors of ours the path's BTL holds and has not completed yet. */
+static inline uint64_t mca_pml_dr2_path_inflight(const mca_pml_dr2_path_t *path)
+{
+    return path->tx_handed - (uint64_t) path->tx_completed;
+}
+
+/* Every descriptor handed to the path's BTL so far has been completed by it (up to `mark`,
+ * a value of path->tx_handed), or the watchdog gave up waiting for that. */
+static inline bool mca_pml_dr2_path_locally_complete(const mca_pml_dr2_path_t *path,
+                                                     uint64_t mark)
+{
+    return path->wdog_expired || (uint64_t) path->tx_completed >= mark;
+}
+
+END_C_DECLS
+
+#endif /* MCA_PML_DR2_BTLPATH_H */

@@ -1,0 +1,205 @@
+/*
+ * ompi-resilience: pml/dr2 paths: health, timing and scheduling (see pml_dr2_path.h).
+ */
+#include "pml_dr2_path.h"
+
+#include <string.h>
+
+void pml_dr2_path_init(pml_dr2_path_state_t *p, const pml_dr2_path_params_t *params)
+{
+    memset(p, 0, sizeof(*p));
+    p->up = true;
+    p->rto_us = params->rto_initial_us;
+}
+
+void pml_dr2_path_rtt_sample(pml_dr2_path_state_t *p, uint64_t sample_us,
+                             const pml_dr2_path_params_t *params)
+{
+    uint32_t r = sample_us > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t) sample_us;
+    uint64_t rto;
+
+    /* RFC 6298 with alpha 1/8, beta 1/4, K = 4. */
+    if (!p->has_rtt) {
+        p->srtt_us = r;
+        p->rttvar_us = r / 2;
+        p->has_rtt = true;
+    } else {
+        uint32_t diff = p->srtt_us > r ? p->srtt_us - r : r - p->srtt_us;
+        p->rttvar_us = (3 * p->rttvar_us + diff) / 4;
+        p->srtt_us = (7 * p->srtt_us + r) / 8;
+    }
+    rto = (uint64_t) p->srtt_us + 4 * (uint64_t) p->rttvar_us;
+    if (rto < params->rto_min_us) {
+        rto = params->rto_min_us;
+    }
+    if (rto > params->rto_max_us) {
+        rto = params->rto_max_us;
+    }
+    p->rto_us = (uint32_t) rto;
+}
+
+uint64_t pml_dr2_path_backoff_us(const pml_dr2_path_state_t *p, uint32_t retries,
+                                 const pml_dr2_path_params_t *params)
+{
+    uint64_t t = p->rto_us;
+
+    for (uint32_t i = 0; i < retries && t < params->rto_max_us; i++) {
+        t *= 2;
+    }
+    return t > params->rto_max_us ? params->rto_max_us : t;
+}
+
+/* The current busy stretch ends or is sampled at `now`: its time joins the sample. */
+static void busy_account(pml_dr2_path_state_t *p, uint64_t now_us)
+{
+    if (now_us > p->busy_since_us) {
+        p->busy_us += now_us - p->busy_since_us;
+    }
+    p->busy_since_us = now_us;
+}
+
+static void queued_drop(pml_dr2_path_state_t *p, uint64_t bytes)
+{
+    p->queued_bytes = bytes < p->queued_bytes ? p->queued_bytes - bytes : 0;
+}
+
+void pml_dr2_path_assign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us)
+{
+    if (0 == p->queued_bytes) {
+        p->busy_since_us = now_us; /* idle time is no measure of the path */
+    }
+    p->queued_bytes += bytes;
+}
+
+void pml_dr2_path_unassign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us)
+{
+    if (p->queued_bytes > 0) {
+        busy_account(p, now_us);
+    }
+    queued_drop(p, bytes);
+}
+
+void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us)
+{
+    p->last_ack_us = now_us;
+    if (0 == bytes) {
+        return;
+    }
+    if (p->queued_bytes > 0) {
+        busy_account(p, now_us);
+    }
+    queued_drop(p, bytes);
+    p->rate_bytes += bytes;
+    if (p->busy_us >= PML_DR2_PATH_RATE_WINDOW_US
+        && p->rate_bytes >= PML_DR2_PATH_RATE_WINDOW_BYTES) {
+        double sample = (double) p->rate_bytes / (double) p->busy_us;
+        p->rate = 0.0 == p->rate ? sample : 0.75 * p->rate + 0.25 * sample;
+        p->busy_us = 0;
+        p->rate_bytes = 0;
+    }
+}
+
+bool pml_dr2_path_timeout_says_down(const pml_dr2_path_state_t *p, uint32_t retries,
+                                    uint64_t sent_at_us, const pml_dr2_path_params_t *params)
+{
+    /* Budget 0: only a BTL error takes a path down. An ACK for anything the path carries
+     * that arrived after this vfrag left shows the path still delivers: the vfrag's own
+     * loss is then an ordinary one, for the retransmission protocol. */
+    return p->up && params->retry_budget > 0 && retries >= params->retry_budget
+           && p->last_ack_us < sent_at_us;
+}
+
+bool pml_dr2_path_fail(pml_dr2_path_state_t *p, uint64_t now_us,
+                       const pml_dr2_path_params_t *params)
+{
+    if (!p->up) {
+        return false;
+    }
+    p->up = false;
+    p->downs++;
+    p->probe_interval_us = params->probe_interval_us;
+    p->next_probe_us = now_us + params->probe_interval_us;
+    p->probe_first_seq = p->probe_seq + 1;
+    return true;
+}
+
+uint32_t pml_dr2_path_probe_sent(pml_dr2_path_state_t *p, uint64_t now_us,
+                                 const pml_dr2_path_params_t *params)
+{
+    uint64_t next = (uint64_t) p->probe_interval_us * 2;
+
+    p->probes_sent++;
+    p->next_probe_us = now_us + p->probe_interval_us;
+    p->probe_interval_us = (uint32_t) (next > params->probe_interval_max_us
+                                           ? params->probe_interval_max_us : next);
+    return ++p->probe_seq;
+}
+
+bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t now_us)
+{
+    /* ids compared modulo 2^32: in [probe_first_seq, probe_seq] */
+    if (p->up || (int32_t) (seq - p->probe_first_seq) < 0 || (int32_t) (p->probe_seq - seq) < 0) {
+        return false;
+    }
+    p->up = true;
+    p->ups++;
+    p->last_ack_us = now_us;
+    return true;
+}
+
+int pml_dr2_path_count_up(const pml_dr2_path_state_t *paths, int n)
+{
+    int up = 0;
+
+    for (int i = 0; i < n; i++) {
+        up += paths[i].up ? 1 : 0;
+    }
+    return up;
+}
+
+int pml_dr2_path_slowest(const pml_dr2_path_state_t *paths, int n, int fallback)
+{
+    int slowest = fallback;
+
+    for (int i = 0; i < n; i++) {
+        if (paths[i].up && (slowest == fallback || paths[i].rto_us > paths[slowest].rto_us)) {
+            slowest = i;
+        }
+    }
+    return slowest;
+}
+
+int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
+{
+    double rate_sum = 0.0, fallback = 1.0, fastest = 0.0, best_cost = 0.0;
+    int measured = 0, best = -1;
+
+    for (int i = 0; i < n; i++) {
+        if (paths[i].up && paths[i].rate > 0.0) {
+            rate_sum += paths[i].rate;
+            measured++;
+            if (paths[i].rate > fastest) {
+                fastest = paths[i].rate;
+            }
+        }
+    }
+    if (measured > 0) {
+        fallback = rate_sum / measured;
+    }
+    for (int i = 0; i < n; i++) {
+        double rate, cost;
+        if (!paths[i].up) {
+            continue;
+        }
+        rate = paths[i].rate > 0.0 ? paths[i].rate : fallback;
+        if (rate < fastest / PML_DR2_PATH_RATE_FLOOR_DIVISOR) {
+            rate = fastest / PML_DR2_PATH_RATE_FLOOR_DIVISOR;
+        }
+        cost = (double) (paths[i].queued_bytes + bytes) / rate;
+        if (best < 0 || cost < best_cost) {
+            best = i;
+            best_cost = cost;
+        }
+    }
+    return best;
+}

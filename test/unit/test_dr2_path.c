@@ -1,0 +1,287 @@
+/*
+ * Unit tests of pml/dr2's path logic (pml_dr2_path.h): health verdicts, probing with
+ * backoff, which path takes a new vfrag, the delivery-rate measurement.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "ompi/mca/pml/dr2/pml_dr2_path.h"
+#include "unit.h"
+
+static const pml_dr2_path_params_t params = {
+    .retry_budget = 3,
+    .probe_interval_us = 1000,
+    .probe_interval_max_us = 5000,
+    .rto_initial_us = 10000,
+    .rto_min_us = 2000,
+    .rto_max_us = 1000000,
+};
+
+static void fresh_path_is_up_with_initial_timeout(void)
+{
+    pml_dr2_path_state_t p;
+
+    pml_dr2_path_init(&p, &params);
+    CHECK(p.up);
+    CHECK(p.rto_us == 10000);
+    CHECK(!p.has_rtt);
+    CHECK(pml_dr2_path_backoff_us(&p, 0, &params) == 10000);
+    CHECK(pml_dr2_path_backoff_us(&p, 3, &params) == 80000);
+    CHECK(pml_dr2_path_backoff_us(&p, 60, &params) == 1000000); /* capped, no overflow */
+}
+
+static void rtt_samples_follow_rfc6298_and_bounds(void)
+{
+    pml_dr2_path_state_t p;
+
+    pml_dr2_path_init(&p, &params);
+    pml_dr2_path_rtt_sample(&p, 100, &params);
+    CHECK(p.has_rtt && p.srtt_us == 100 && p.rttvar_us == 50);
+    CHECK(p.rto_us == 2000); /* 100 + 4 * 50 is below the floor */
+    pml_dr2_path_rtt_sample(&p, 900, &params);
+    CHECK(p.srtt_us == (7 * 100 + 900) / 8);
+    CHECK(p.rttvar_us == (3 * 50 + 800) / 4);
+    pml_dr2_path_rtt_sample(&p, UINT64_MAX, &params);
+    CHECK(p.rto_us == 1000000); /* capped */
+}
+
+static void timers_take_the_longest_timeout_of_the_paths_up(void)
+{
+    pml_dr2_path_state_t paths[3];
+
+    for (int i = 0; i < 3; i++) {
+        pml_dr2_path_init(&paths[i], &params);
+    }
+    paths[0].rto_us = 3000;
+    paths[1].rto_us = 9000;
+    paths[2].rto_us = 5000;
+    CHECK(pml_dr2_path_slowest(paths, 3, 0) == 1);
+    (void) pml_dr2_path_fail(&paths[1], 0, &params);
+    CHECK(pml_dr2_path_slowest(paths, 3, 0) == 2); /* a path that is down does not count */
+    CHECK(pml_dr2_path_slowest(paths, 1, 0) == 0);
+}
+
+static void timeout_takes_a_silent_path_down_only_after_its_budget(void)
+{
+    pml_dr2_path_state_t p;
+
+    pml_dr2_path_init(&p, &params);
+    p.last_ack_us = 500;
+    /* vfrag sent at 1000, nothing acknowledged since: down at the third expiry */
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 1, 1000, &params));
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 2, 1000, &params));
+    CHECK(pml_dr2_path_timeout_says_down(&p, 3, 1000, &params));
+    CHECK(pml_dr2_path_timeout_says_down(&p, 9, 1000, &params));
+    /* something the path carries was acknowledged after the vfrag left: it delivers */
+    pml_dr2_path_acked(&p, 0, 1500);
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 9, 1000, &params));
+    /* budget 0: timeouts never decide */
+    {
+        pml_dr2_path_params_t none = params;
+        none.retry_budget = 0;
+        p.last_ack_us = 0;
+        CHECK(!pml_dr2_path_timeout_says_down(&p, 100, 1000, &none));
+    }
+    /* a path already down is not declared down again */
+    CHECK(pml_dr2_path_fail(&p, 2000, &params));
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 9, 3000, &params));
+    CHECK(!pml_dr2_path_fail(&p, 2000, &params));
+    CHECK(p.downs == 1);
+}
+
+static void probes_back_off_and_an_answer_brings_the_path_back(void)
+{
+    pml_dr2_path_state_t p;
+    uint32_t s1, s2, s3, s4;
+
+    pml_dr2_path_init(&p, &params);
+    CHECK(!pml_dr2_path_probe_due(&p, 1u << 30)); /* an up path is never probed */
+    CHECK(pml_dr2_path_fail(&p, 10000, &params));
+    CHECK(!p.up);
+    CHECK(!pml_dr2_path_probe_due(&p, 10999));
+    CHECK(pml_dr2_path_probe_due(&p, 11000));
+    s1 = pml_dr2_path_probe_sent(&p, 11000, &params);
+    CHECK(p.next_probe_us == 12000); /* 1000 */
+    s2 = pml_dr2_path_probe_sent(&p, 12000, &params);
+    CHECK(p.next_probe_us == 14000); /* 2000 */
+    s3 = pml_dr2_path_probe_sent(&p, 14000, &params);
+    CHECK(p.next_probe_us == 18000); /* 4000 */
+    s4 = pml_dr2_path_probe_sent(&p, 18000, &params);
+    CHECK(p.next_probe_us == 23000); /* capped at 5000 */
+    pml_dr2_path_probe_sent(&p, 23000, &params);
+    CHECK(p.next_probe_us == 28000);
+    CHECK(p.probes_sent == 5);
+    CHECK(s1 != s2 && s2 != s3 && s3 != s4);
+    /* an id never sent is no answer */
+    CHECK(!pml_dr2_path_probe_answered(&p, s4 + 100, 30000));
+    CHECK(!p.up);
+    /* the answer to an earlier probe of this down period is */
+    CHECK(pml_dr2_path_probe_answered(&p, s2, 30000));
+    CHECK(p.up && p.ups == 1 && p.last_ack_us == 30000);
+    /* answers after it changes nothing */
+    CHECK(!pml_dr2_path_probe_answered(&p, s3, 30001));
+    /* down again: answers to the probes of the last period are late echoes */
+    CHECK(pml_dr2_path_fail(&p, 40000, &params));
+    CHECK(p.next_probe_us == 41000); /* the backoff starts over */
+    CHECK(!pml_dr2_path_probe_answered(&p, s4, 40001));
+    CHECK(!p.up);
+    s1 = pml_dr2_path_probe_sent(&p, 41000, &params);
+    CHECK(pml_dr2_path_probe_answered(&p, s1, 41500));
+    CHECK(p.up && p.ups == 2 && p.downs == 2);
+}
+
+static void probe_ids_wrap_around(void)
+{
+    pml_dr2_path_state_t p;
+    uint32_t s;
+
+    pml_dr2_path_init(&p, &params);
+    p.probe_seq = UINT32_MAX - 1;
+    CHECK(pml_dr2_path_fail(&p, 0, &params));
+    (void) pml_dr2_path_probe_sent(&p, 1000, &params); /* UINT32_MAX */
+    s = pml_dr2_path_probe_sent(&p, 2000, &params);    /* 0 */
+    CHECK(0 == s);
+    CHECK(!pml_dr2_path_probe_answered(&p, UINT32_MAX - 1, 2100));
+    CHECK(pml_dr2_path_probe_answered(&p, UINT32_MAX, 2100));
+}
+
+static void unmeasured_paths_share_by_queued_bytes(void)
+{
+    pml_dr2_path_state_t paths[3];
+    int count[3] = {0, 0, 0};
+
+    for (int i = 0; i < 3; i++) {
+        pml_dr2_path_init(&paths[i], &params);
+    }
+    /* equal vfrags, never acknowledged: strict rotation */
+    for (int k = 0; k < 30; k++) {
+        int i = pml_dr2_path_pick(paths, 3, 1000);
+        CHECK(i == k % 3);
+        pml_dr2_path_assign(&paths[i], 1000, 0);
+        count[i]++;
+    }
+    CHECK(count[0] == 10 && count[1] == 10 && count[2] == 10);
+    /* a large vfrag on one path: the others take the next ones */
+    pml_dr2_path_assign(&paths[0], 100000, 0);
+    CHECK(pml_dr2_path_pick(paths, 3, 1000) == 1);
+}
+
+static void down_paths_take_nothing(void)
+{
+    pml_dr2_path_state_t paths[2];
+
+    pml_dr2_path_init(&paths[0], &params);
+    pml_dr2_path_init(&paths[1], &params);
+    CHECK(pml_dr2_path_count_up(paths, 2) == 2);
+    (void) pml_dr2_path_fail(&paths[0], 0, &params);
+    CHECK(pml_dr2_path_count_up(paths, 2) == 1);
+    for (int k = 0; k < 5; k++) {
+        CHECK(pml_dr2_path_pick(paths, 2, 1000) == 1);
+        pml_dr2_path_assign(&paths[1], 1000, 0);
+    }
+    (void) pml_dr2_path_fail(&paths[1], 0, &params);
+    CHECK(pml_dr2_path_pick(paths, 2, 1000) == -1);
+    CHECK(pml_dr2_path_slowest(paths, 2, 1) == 1); /* none up: the caller's */
+    CHECK(pml_dr2_path_count_up(paths, 2) == 0);
+    CHECK(pml_dr2_path_pick(paths, 0, 1000) == -1);
+}
+
+/* Feed a path a steady delivery of `rate` bytes/us for `us` microseconds of busy time. */
+static void deliver(pml_dr2_path_state_t *p, double rate, uint64_t *now, uint64_t us)
+{
+    for (uint64_t t = 0; t < us; t += 100) {
+        uint64_t bytes = (uint64_t) (rate * 100);
+        pml_dr2_path_assign(p, bytes, *now);
+        *now += 100;
+        pml_dr2_path_acked(p, bytes, *now);
+    }
+}
+
+static void delivery_rate_is_measured_over_busy_time(void)
+{
+    pml_dr2_path_state_t p;
+    uint64_t now = 1000;
+
+    pml_dr2_path_init(&p, &params);
+    deliver(&p, 100.0, &now, 1000);
+    CHECK(0.0 == p.rate); /* less than one sample window */
+    deliver(&p, 100.0, &now, 2000);
+    CHECK(p.rate > 99.0 && p.rate < 101.0);
+    /* small messages alone (a few bytes in a long busy stretch) measure nothing */
+    {
+        pml_dr2_path_state_t q;
+        uint64_t t = 0;
+        pml_dr2_path_init(&q, &params);
+        deliver(&q, 0.5, &t, 100000);
+        CHECK(0.0 == q.rate);
+    }
+    /* a long idle stretch does not count as slowness */
+    now += 1000000;
+    deliver(&p, 100.0, &now, 4000);
+    CHECK(p.rate > 99.0 && p.rate < 101.0);
+    /* a slower path: the estimate moves towards it */
+    deliver(&p, 10.0, &now, 400000);
+    CHECK(p.rate < 15.0);
+    CHECK(0 == p.queued_bytes);
+    /* bytes moved away are not delivered: no rate from them */
+    pml_dr2_path_assign(&p, 5000, now);
+    pml_dr2_path_unassign(&p, 5000, now + 50);
+    CHECK(0 == p.queued_bytes);
+    pml_dr2_path_unassign(&p, 5000, now + 60); /* never below zero */
+    CHECK(0 == p.queued_bytes);
+}
+
+static void faster_path_takes_more(void)
+{
+    pml_dr2_path_state_t paths[2];
+    int count[2] = {0, 0};
+
+    pml_dr2_path_init(&paths[0], &params);
+    pml_dr2_path_init(&paths[1], &params);
+    paths[0].rate = 300.0; /* three times the other */
+    paths[1].rate = 100.0;
+    for (int k = 0; k < 400; k++) {
+        int i = pml_dr2_path_pick(paths, 2, 1000);
+        CHECK(i >= 0);
+        pml_dr2_path_assign(&paths[i], 1000, 0);
+        count[i]++;
+    }
+    CHECK(count[0] == 300 && count[1] == 100);
+    /* a path measured very slow still gets a share: 1/8 of the fastest */
+    {
+        pml_dr2_path_state_t two[2];
+        int n[2] = {0, 0};
+        pml_dr2_path_init(&two[0], &params);
+        pml_dr2_path_init(&two[1], &params);
+        two[0].rate = 800.0;
+        two[1].rate = 0.001;
+        for (int k = 0; k < 900; k++) {
+            int i = pml_dr2_path_pick(two, 2, 1000);
+            pml_dr2_path_assign(&two[i], 1000, 0);
+            n[i]++;
+        }
+        CHECK(n[1] == 100 && n[0] == 800);
+    }
+    /* an unmeasured path counts as the mean of the measured ones */
+    {
+        pml_dr2_path_state_t three[3];
+        memcpy(three, paths, sizeof(paths));
+        pml_dr2_path_init(&three[2], &params);
+        CHECK(pml_dr2_path_pick(three, 3, 1000) == 2); /* empty: first to finish */
+    }
+}
+
+int main(void)
+{
+    RUN(fresh_path_is_up_with_initial_timeout);
+    RUN(rtt_samples_follow_rfc6298_and_bounds);
+    RUN(timers_take_the_longest_timeout_of_the_paths_up);
+    RUN(timeout_takes_a_silent_path_down_only_after_its_budget);
+    RUN(probes_back_off_and_an_answer_brings_the_path_back);
+    RUN(probe_ids_wrap_around);
+    RUN(unmeasured_paths_share_by_queued_bytes);
+    RUN(down_paths_take_nothing);
+    RUN(delivery_rate_is_measured_over_busy_time);
+    RUN(faster_path_takes_more);
+    UNIT_EXIT();
+}
