@@ -614,7 +614,8 @@ real_hostname=$(hostname)
 # The job of the launcher tests: each rank prints its host's name. It lives on for half a
 # second: PRRTE 3.0's daemons sometimes miss the end of a child that exits within
 # milliseconds of its start, and the job then never ends (3 of 20 runs of a bare
-# `hostname` across 3 hosts hung; 0 of 20 living 1 s).
+# `hostname` across 3 hosts hung; 0 of 20 living 1 s; fixed upstream by openpmix/prrte
+# pull request #2713).
 print_hostname=(sh -c 'hostname && sleep 0.5')
 
 # in_cluster TEST ARGS...: TEST (mpi, ft_run or check, with their usual arguments) with every
