@@ -441,6 +441,17 @@ dr2_unreachable_ulfm() {
 check dr2/unreachable-peer-ulfm dr2_unreachable_ulfm
 mpi dr2/unreachable-peer-ends-the-job 2 "abort:pml/dr2 gave up on process" \
     test/mpi/dr2_unreachable "${DR2[@]}" "${GIVE_UP[@]}"
+# A receiver that goes silent after acknowledging a rendezvous' RNDV (dr2_silent: it
+# leaves MPI for good): the sender's resends of the RNDV count against the retry limit too,
+# so its MPI_Send ends in MPIX_ERR_PROC_FAILED instead of waiting for a go-ahead for ever.
+dr2_silent_receiver() {
+    local rc timed_out log=$logs/dr2-silent-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" "${FT[@]}" "${GIVE_UP[@]}" \
+        -np 2 "$build/test/mpi/dr2_silent"
+    cat "$log"
+    grep -aq "dr2_silent: rank 0: PASS" "$log"
+}
+check dr2/silent-receiver-after-rndv dr2_silent_receiver
 
 # ULFM revoke (dr2_revoke): messages that reach a process after it revoked their
 # communicator are dropped there but acknowledged (their sender must not resend them for
@@ -451,6 +462,31 @@ mpi dr2/revoke-inflight-eager 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" 
 mpi dr2/revoke-inflight-multifrag 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" \
     --mca pml_dr2_frag_size 1024 --mca pml_dr2_eager_limit 8192 -- inflight 6000 100
 mpi dr2/revoke-ssend 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- ssend
+# A send interrupted by a process failure (dr2_seqhole: a bcast rank 2 dies in, whose
+# message to rank 1 waits for a window of one vfrag) still reaches its live receiver, to
+# be dropped there: abandoned, it would leave a hole in the matching sequence that the
+# next point-to-point message between the survivors waits behind for ever.
+dr2_seqhole() {
+    local rc timed_out log=$logs/dr2-seqhole-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" "${FT[@]}" --mca pml_dr2_window 1 \
+        --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm 1 \
+        -np 3 "$build/test/mpi/dr2_seqhole"
+    cat "$log"
+    [ "$timed_out" = 0 ] || { echo "HANG after ${timeout_s}s"; return 1; }
+    ! grep -aq "dr2_seqhole: rank .*: FAIL" "$log" || return 1
+    [ "$(grep -ac "dr2_seqhole: rank .*: PASS" "$log")" = 3 ]
+}
+check dr2/seqhole-interrupted-send dr2_seqhole
+# Out of memory at the receiver (pml_dr2_inject_nomem): an unexpected eager message that
+# cannot be buffered is neither lost nor a hole in the matching order (resent, placed
+# later); a non-contiguous receive without memory for its staging copy ends with
+# MPI_ERR_NO_MEM, and the traffic behind it flows.
+mpi dr2/nomem-unexpected 2 pass test/mpi/dr2_nomem "${DR2[@]}" --mca pml_dr2_inject_nomem 0.5 \
+    -- unexpected 300
+mpi dr2/nomem-unexpected-multifrag 2 pass test/mpi/dr2_nomem "${DR2[@]}" \
+    --mca pml_dr2_inject_nomem 0.3 --mca pml_dr2_frag_size 1024 -- unexpected 200
+mpi dr2/nomem-noncontig 2 pass test/mpi/dr2_nomem "${DR2[@]}" --mca pml_dr2_inject_nomem 1 \
+    --mca pml_dr2_frag_size 1024 -- noncontig
 
 ompi_info_lists_dr2() {
     local out
@@ -459,7 +495,7 @@ ompi_info_lists_dr2() {
     echo "$out"
     for p in priority frag_size eager_limit checksum crc32c_impl copy ack_timeout_us ack_timeout_min_us \
              ack_timeout_max_us retry_limit local_timeout_us window verbose inject_drop inject_corrupt inject_dup \
-             inject_seed; do
+             inject_nomem inject_seed; do
         grep -q "parameter \"pml_dr2_$p\"" <<<"$out" || { echo "missing pml_dr2_$p"; return 1; }
     done
 }

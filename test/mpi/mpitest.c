@@ -161,8 +161,9 @@ static const char *const mt_dr2_counter_names[] = {"pml_dr2_injected_drop",
                                                    "pml_dr2_injected_corrupt",
                                                    "pml_dr2_injected_dup", "pml_dr2_retransmits",
                                                    "pml_dr2_local_timeouts",
-                                                   "pml_dr2_frags_sent"};
-#define MT_DR2_NCOUNTERS 6
+                                                   "pml_dr2_frags_sent",
+                                                   "pml_dr2_injected_nomem"};
+#define MT_DR2_NCOUNTERS 7
 static MPI_T_pvar_session mt_dr2_session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle mt_dr2_handles[MT_DR2_NCOUNTERS];
 static int mt_dr2_have_handle[MT_DR2_NCOUNTERS];
@@ -208,6 +209,11 @@ long mt_dr2_local_timeouts(void)
 long mt_dr2_frags_sent(void)
 {
     return mt_dr2_counter(5);
+}
+
+long mt_dr2_injected_nomem(void)
+{
+    return mt_dr2_counter(6);
 }
 
 void mt_dr2_counters_stop(void)

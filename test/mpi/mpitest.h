@@ -43,6 +43,7 @@ long mt_dr2_injected(void);  /* segments dropped + corrupted + duplicated by inj
 long mt_dr2_resent(void);    /* fragments retransmitted */
 long mt_dr2_local_timeouts(void); /* local-completion watchdog expiries */
 long mt_dr2_frags_sent(void); /* data fragments handed to the BTL, resends included */
+long mt_dr2_injected_nomem(void); /* receive buffers refused (pml_dr2_inject_nomem) */
 void mt_dr2_counters_stop(void);
 
 /* Deterministic pseudo-random numbers: the same on every rank for the same arguments. */

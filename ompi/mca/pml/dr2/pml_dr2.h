@@ -101,6 +101,7 @@ typedef struct {
     unsigned long acks_sent, nacks_sent, acks_received, nacks_received;
     unsigned long frags_sent, frags_received;
     unsigned long injected_drop, injected_corrupt, injected_dup;
+    unsigned long injected_nomem;   /* receive buffers refused by pml_dr2_inject_nomem */
     unsigned long copy_separate;    /* rendezvous payloads checksummed, then memcpy'd */
     unsigned long copy_probes;      /* pml_dr2_copy auto: copy-way measurements completed */
 } mca_pml_dr2_counters_t;
@@ -141,6 +142,7 @@ typedef struct mca_pml_dr2_t {
     int verbose;
     int output;
     double inject_drop, inject_corrupt, inject_dup;
+    double inject_nomem;      /* receive buffers refused (mca_pml_dr2_rx_buffer_alloc) */
     unsigned inject_seed;
     bool inject_enabled;      /* any injection probability > 0 */
 

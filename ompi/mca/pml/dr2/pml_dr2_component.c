@@ -294,6 +294,12 @@ static int dr2_register(void)
     reg("inject_dup",
         "Fault injection: probability in [0, 1] that a segment is sent twice",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_dup);
+    m->inject_nomem = 0.0;
+    reg("inject_nomem",
+        "Fault injection: probability in [0, 1] that a buffer the receiver allocates for a "
+        "message (the copy of an unexpected eager message, the staging copy of a "
+        "non-contiguous receive) is refused, as when memory runs out",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_nomem);
     m->inject_seed = 1;
     reg("inject_seed",
         "Fault injection: seed of the pseudo-random choices (mixed with the process's rank), "
@@ -340,6 +346,8 @@ static int dr2_register(void)
     register_counter("injected_corrupt", "Segments corrupted by fault injection",
                      &c->injected_corrupt);
     register_counter("injected_dup", "Segments duplicated by fault injection", &c->injected_dup);
+    register_counter("injected_nomem", "Receive buffers refused by fault injection",
+                     &c->injected_nomem);
     register_counter("copy_separate",
                      "Rendezvous payloads checksummed and then copied by memcpy (pml_dr2_copy "
                      "separate, or auto where that measured cheaper), not in one fused pass",
@@ -416,7 +424,8 @@ static int dr2_open(void)
             double p;
         } probs[] = {{"pml_dr2_inject_drop", m->inject_drop},
                      {"pml_dr2_inject_corrupt", m->inject_corrupt},
-                     {"pml_dr2_inject_dup", m->inject_dup}};
+                     {"pml_dr2_inject_dup", m->inject_dup},
+                     {"pml_dr2_inject_nomem", m->inject_nomem}};
         for (size_t i = 0; i < sizeof(probs) / sizeof(probs[0]); i++) {
             /* written so that NaN fails too */
             if (!(probs[i].p >= 0.0 && probs[i].p <= 1.0)) {

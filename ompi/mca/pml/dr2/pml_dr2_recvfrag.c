@@ -18,6 +18,7 @@
 #include "pml_dr2_ackmask.h"
 #include "pml_dr2_comm.h"
 #include "pml_dr2_crc.h"
+#include "pml_dr2_inject.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_recvreq.h"
 #include "pml_dr2_rxcheck.h"
@@ -62,6 +63,16 @@ static inline void rxmsg_put(mca_pml_dr2_rxmsg_t *msg)
     if (0 == --msg->refs) {
         opal_free_list_return_st(&mca_pml_dr2.rxmsgs, &msg->super);
     }
+}
+
+void *mca_pml_dr2_rx_buffer_alloc(uint64_t len)
+{
+    if (OPAL_UNLIKELY(mca_pml_dr2.inject_nomem > 0.0)
+        && mca_pml_dr2_inject_roll(mca_pml_dr2.inject_nomem)) {
+        mca_pml_dr2.counters.injected_nomem++;
+        return NULL;
+    }
+    return len > SIZE_MAX ? NULL : malloc((size_t) len);
 }
 
 static void rndv_data_release(mca_pml_dr2_rxmsg_t *msg)
@@ -217,6 +228,22 @@ void mca_pml_dr2_rxmsg_drop(mca_pml_dr2_rxmsg_t *msg)
     mca_pml_dr2_rxmsg_try_complete(msg);
 }
 
+void mca_pml_dr2_rxmsg_discard_matched(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (msg->rndv) {
+        mca_pml_dr2_rxmsg_send_matched(msg);
+        msg->bytes_received += msg->rndv_len; /* the RNDV's data: discarded */
+        rndv_data_release(msg);
+    }
+    free(msg->buf);
+    msg->buf = NULL;
+    msg->dropped = true;
+    if (!msg->in_hash && msg->bytes_received < msg->msg_len) {
+        rxmsg_index(msg);
+    }
+    mca_pml_dr2_rxmsg_try_complete(msg);
+}
+
 static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
@@ -232,11 +259,13 @@ static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
         return;
     }
     if (!msg->rndv && msg->msg_len > 0 && NULL == msg->buf) {
-        msg->buf = malloc(msg->msg_len);
-        if (NULL == msg->buf) {
-            /* cannot buffer it: forget it, unacknowledged; the sender will resend */
-            mca_pml_dr2_rxmsg_release(msg);
-            return;
+        /* Without memory it is queued all the same, with no data: its sequence number is
+         * taken (forgetting it would leave a hole that every later message from its sender
+         * waits behind), its fragments are left unacknowledged, and their resends find it
+         * (indexed) and are placed once there is memory or a receive that matches it. */
+        msg->buf = mca_pml_dr2_rx_buffer_alloc(msg->msg_len);
+        if (NULL == msg->buf && !msg->in_hash) {
+            rxmsg_index(msg);
         }
     }
     opal_list_append(&dcomm->unexpected, &msg->super.super);
@@ -286,39 +315,51 @@ void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *m
 
 /* ---- data ------------------------------------------------------------------------------- */
 
-/* Place one fragment's payload; true if it was intact. */
-static bool place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset, const unsigned char *payload,
-                          const pml_dr2_hdr_t *hdr)
+typedef enum {
+    PLACED_INTACT = 0,
+    PLACED_CORRUPT,  /* failed its checksum: NACK it */
+    NOT_PLACED,      /* no memory to keep it: leave it unacknowledged (resent on a timer) */
+} place_result_t;
+
+static inline place_result_t intact_if(bool ok)
+{
+    return ok ? PLACED_INTACT : PLACED_CORRUPT;
+}
+
+/* Place one fragment's payload. */
+static place_result_t place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset,
+                                    const unsigned char *payload, const pml_dr2_hdr_t *hdr)
 {
     /* EAGER: checked with its header by the codec already */
     bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum
                  && !pml_dr2_hdr_payload_checked(hdr);
 
     if (0 == hdr->frag_len) {
-        return !check || 0 == hdr->data_crc;
+        return intact_if(!check || 0 == hdr->data_crc);
     }
     if (OPAL_UNLIKELY(msg->dropped)) {
-        return true; /* counted and acknowledged, never kept */
+        return PLACED_INTACT; /* counted and acknowledged, never kept */
     }
     if (NULL == msg->buf && NULL == msg->req) {
-        /* taken by a matched probe and not received yet: keep the data until it is */
-        msg->buf = malloc(msg->msg_len);
+        /* unexpected (its buffer could not be had when it was queued), or taken by a
+         * matched probe and not received yet: keep the data until it is received */
+        msg->buf = mca_pml_dr2_rx_buffer_alloc(msg->msg_len);
         if (NULL == msg->buf) {
-            return false;
+            return NOT_PLACED;
         }
     }
     if (NULL != msg->buf) {
         /* the codec checked offset + frag_len <= msg_len == size of buf */
         if (check) {
-            return pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, msg->buf + offset, payload,
-                                       hdr->frag_len)
-                   == hdr->data_crc;
+            return intact_if(pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, msg->buf + offset, payload,
+                                                 hdr->frag_len)
+                             == hdr->data_crc);
         }
         memcpy(msg->buf + offset, payload, hdr->frag_len);
-        return true;
+        return PLACED_INTACT;
     }
-    return mca_pml_dr2_recv_request_unpack(msg->req, offset, payload, hdr->frag_len, check,
-                                           hdr->data_crc);
+    return intact_if(mca_pml_dr2_recv_request_unpack(msg->req, offset, payload, hdr->frag_len,
+                                                     check, hdr->data_crc));
 }
 
 /* The parts of a message the receive checks look at (pml_dr2_rxcheck.h). */
@@ -333,7 +374,8 @@ static const pml_dr2_rx_msg_view_t *msg_view(const mca_pml_dr2_rxmsg_t *msg,
     view->bytes_received = msg->bytes_received;
     view->tag = msg->tag;
     view->rndv = msg->rndv;
-    view->has_req = NULL != msg->req;
+    /* a message discarded after its go-ahead takes its data like a matched one */
+    view->has_req = NULL != msg->req || msg->dropped;
     return view;
 }
 
@@ -345,6 +387,7 @@ static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
 {
     mca_pml_dr2_rx_vfrag_t *rv = NULL;
     pml_dr2_rx_outcome_t out;
+    place_result_t placed;
 
     /* single-fragment vfrags never have a record: skip the lookup while there are none */
     if (1 != d->nfrags || opal_hash_table_get_size(&peer->rx_vfrags) > 0) {
@@ -371,7 +414,11 @@ static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
         pml_dr2_rx_vfrag_init(rv, d);
         opal_hash_table_set_value_uint32(&peer->rx_vfrags, d->vfrag, rv);
     }
-    if (!place_payload(msg, d->offset, payload, hdr)) {
+    placed = place_payload(msg, d->offset, payload, hdr);
+    if (OPAL_UNLIKELY(NOT_PLACED == placed)) {
+        return; /* unacknowledged: resent later (its vfrag record, if new, stays) */
+    }
+    if (PLACED_CORRUPT == placed) {
         /* corrupt payload: never counted; a NACK gets it resent at once */
         mca_pml_dr2.counters.data_crc_errors++;
         pml_dr2_rx_frag_corrupt(d, &out);
@@ -545,7 +592,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     } else {
         /* the communicator does not exist here yet: keep it for add_comm */
         if (!rndv && msg->msg_len > 0) {
-            msg->buf = malloc(msg->msg_len);
+            msg->buf = mca_pml_dr2_rx_buffer_alloc(msg->msg_len);
         }
         if (!rndv && msg->msg_len > 0 && NULL == msg->buf) {
             delivering = NULL;

@@ -93,6 +93,16 @@ void mca_pml_dr2_rxmsg_release(mca_pml_dr2_rxmsg_t *msg);
  * sender's window towards this peer for every communicator. */
 void mca_pml_dr2_rxmsg_drop(mca_pml_dr2_rxmsg_t *msg);
 
+/* A receive matched `msg` but cannot take it (no memory for its staging copy) and has
+ * been completed in error: the message is consumed as a dropped one, except that a
+ * rendezvous is given its go-ahead (MATCHED: a receive did match it) and its data is
+ * discarded as it arrives. */
+void mca_pml_dr2_rxmsg_discard_matched(mca_pml_dr2_rxmsg_t *msg);
+
+/* A buffer of `len` bytes for a message being received (malloc), NULL if there is no
+ * memory -- or if pml_dr2_inject_nomem says so (tests). */
+void *mca_pml_dr2_rx_buffer_alloc(uint64_t len);
+
 /* All data of a matched message is in: copy unexpected data out, complete the request. */
 void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg);
 

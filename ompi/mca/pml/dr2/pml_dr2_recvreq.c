@@ -176,7 +176,17 @@ void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
          * unpacked once complete: fragments arrive in any order under loss, and the
          * convertor cannot start unpacking inside a basic element. Nothing of the message
          * has been placed yet (matching happens before any data is accepted). */
-        msg->buf = malloc(msg->msg_len);
+        msg->buf = mca_pml_dr2_rx_buffer_alloc(msg->msg_len);
+        if (OPAL_UNLIKELY(NULL == msg->buf)) {
+            /* no memory to receive it through: the receive fails, the message is
+             * consumed (its sender must not wait for it for ever) */
+            req->msg = NULL;
+            msg->req = NULL;
+            mca_pml_dr2_rxmsg_discard_matched(msg);
+            req->req_recv.req_base.req_ompi.req_status._ucount = 0;
+            mca_pml_dr2_recv_request_complete(req, MPI_ERR_NO_MEM);
+            return;
+        }
     }
     if (msg->rndv) {
         /* the go-ahead first: the sender's next data crosses while we place the RNDV's */

@@ -36,8 +36,15 @@ static int send_request_free(struct ompi_request_t **request)
 }
 
 /* Sends cannot be cancelled once started (MPI 4 deprecates it), except that under ULFM a
- * send to a failed process, or on a revoked communicator, must complete in error: the
- * request's error is already set by ompi_request_is_failed. */
+ * send to a failed process must complete in error (the request's error is already set by
+ * ompi_request_is_failed). A send on a revoked communicator to a live process is not
+ * abandoned (as with ob1): it already holds a sequence number of the communicator, and a
+ * message the receiver never hears of would leave a hole there that every later message
+ * from us on it (those the revoke lets through: fault-tolerance tags, or any but a
+ * collective's after a process failure) would wait behind for ever. The receiver answers
+ * it soon: it is revoked there too (ULFM propagates revokes) and then drops it with an
+ * ACK flagged REVOKED, or it matched it first and the data flows; either way the request
+ * completes in error (mca_pml_dr2_send_request_complete). */
 static int send_request_cancel(struct ompi_request_t *request, int flag)
 {
     mca_pml_dr2_send_request_t *req = (mca_pml_dr2_send_request_t *) request;
@@ -50,12 +57,12 @@ static int send_request_cancel(struct ompi_request_t *request, int flag)
         mca_pml_dr2_leave();
         return OMPI_SUCCESS;
     }
-    failed = MPI_SUCCESS != error || ompi_comm_is_revoked(comm)
-             || !ompi_comm_is_proc_active(comm, req->req_send.req_base.req_peer,
-                                          OMPI_COMM_IS_INTER(comm));
+    failed = !ompi_comm_is_proc_active(comm, req->req_send.req_base.req_peer,
+                                       OMPI_COMM_IS_INTER(comm))
+             || (NULL != req->peer && req->peer->failed);
     if (ompi_ftmpi_enabled && failed) {
-        if (MPI_SUCCESS == error) {
-            error = ompi_comm_is_revoked(comm) ? MPI_ERR_REVOKED : MPI_ERR_PROC_FAILED;
+        if (MPI_SUCCESS == error || MPI_ERR_REVOKED == error) {
+            error = MPI_ERR_PROC_FAILED;
         }
         if (NULL != req->msg) {
             mca_pml_dr2_txmsg_abort(req->msg, error); /* completes the request */

@@ -36,6 +36,7 @@ static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
     msg->own = MCA_PML_DR2_OWN_NONE;
     msg->req = NULL;
     msg->match_retries = 0;
+    msg->match_unanswered = 0;
     msg->match_flags = 0;
 }
 
@@ -884,6 +885,7 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
          * timer that resends the RNDV in case the go-ahead is lost */
         msg->state = MCA_PML_DR2_TX_AWAIT_MATCH;
         msg->match_retries = 0;
+        msg->match_unanswered = 0;
         msg->match_deadline_us = mca_pml_dr2.now_us + path_backoff_us(peer, v->path, 2);
         arm_deadline(msg->match_deadline_us);
         opal_list_append(&peer->tx_await_match, &msg->super.super);
@@ -1016,14 +1018,16 @@ void mca_pml_dr2_vfrag_ack(mca_pml_dr2_peer_t *peer, uint32_t vfrag, uint64_t ma
 
     mca_pml_dr2.counters.acks_received++;
     if (NULL == v) {
-        if (matched) {
-            mca_pml_dr2_txmsg_t *msg;
-            OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
-                if (msg->msg_id == vfrag) {
+        mca_pml_dr2_txmsg_t *msg;
+        OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+            if (msg->msg_id == vfrag) {
+                if (matched) {
                     txmsg_matched(msg);
                     mca_pml_dr2_peer_push(peer);
-                    return;
+                } else {
+                    msg->match_unanswered = 0; /* held, not matched yet: the peer is there */
                 }
+                return;
             }
         }
         mca_pml_dr2.counters.duplicates++; /* an ACK repeated after the vfrag completed */
@@ -1146,7 +1150,10 @@ static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
     fake.id = msg->msg_id;
     fake.kind = PML_DR2_HDR_RNDV;
     fake.nfrags = 1;
-    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer, 0);
+    /* each resend on the next path: one silently dead, not known to be (nothing else of
+     * ours crossed it since), must not leave the RNDV unanswered until the retry limit */
+    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer,
+                                                (int) (msg->match_retries % msg->peer->npaths));
     if (OMPI_SUCCESS
         == send_fragment(msg->peer, &fake, 0,
                          PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)) {
@@ -1273,6 +1280,16 @@ int mca_pml_dr2_timers_check(uint64_t now)
         OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
             if (msg->match_deadline_us <= now) {
                 msg->match_retries++;
+                /* A receiver that holds the RNDV answers each resend (MATCHED once it
+                 * matched, a plain ACK until then), however long it takes to post the
+                 * receive; one that answers none is as unreachable as one that does not
+                 * acknowledge data (a path that died after the RNDV was acknowledged). */
+                if (mca_pml_dr2.retry_limit > 0
+                    && ++msg->match_unanswered > (uint32_t) mca_pml_dr2.retry_limit) {
+                    mca_pml_dr2_peer_unreachable(peer->proc,
+                                                 "no answer to a rendezvous within the retry limit");
+                    break;
+                }
                 resend_rndv(msg);
                 msg->match_deadline_us = now + backoff_us(peer, msg->match_retries + 2);
                 work++;

@@ -117,6 +117,9 @@ typedef struct mca_pml_dr2_txmsg_t {
     /* rendezvous waiting for its match: RNDV resend timer */
     uint64_t match_deadline_us;
     uint32_t match_retries;
+    /* of those, resends in a row the receiver did not answer at all (its plain ACK says
+     * it holds the RNDV, unmatched): counted against pml_dr2_retry_limit */
+    uint32_t match_unanswered;
     unsigned char inline_data[MCA_PML_DR2_INLINE_MAX];
 } mca_pml_dr2_txmsg_t;
 
