@@ -790,6 +790,20 @@ dr2_paths_link_down() {
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut
 }
 
+# Every TCP segment on h1's neta answered with a reset: btl/tcp reports an error for the
+# connection on both sides, and dr2 takes the path out at once (not after timeouts).
+reset_connections_on_neta() {
+    cluster_iptables h1 -I INPUT -i neta -p tcp -j REJECT --reject-with tcp-reset \
+        && cluster_iptables h1 -I OUTPUT -o neta -p tcp -j REJECT --reject-with tcp-reset
+}
+
+dr2_paths_connection_reset() {
+    local rc timed_out log
+    dr2_paths_job reset cut -- reset_connections_on_neta
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut \
+        && grep -aq "is down: the BTL reports an error" "$log"
+}
+
 # neta cut, then healed: a probe brings the path back and fragments go on both networks
 # again (dr2_paths compares its per-path counters from the return on).
 dr2_paths_cut_then_healed() {
@@ -837,6 +851,7 @@ in_cluster ft_run ftr_kmeans cluster/kill-ranks-on-h1-and-h2 6 "2:7 5:7"
 in_cluster check cluster/dr2-paths-striped dr2_paths_striped
 in_cluster check cluster/dr2-paths-one-network-cut dr2_paths_one_network_cut
 in_cluster check cluster/dr2-paths-link-down dr2_paths_link_down
+in_cluster check cluster/dr2-paths-connection-reset dr2_paths_connection_reset
 in_cluster check cluster/dr2-paths-cut-then-healed dr2_paths_cut_then_healed
 in_cluster check cluster/dr2-paths-both-cut-ulfm dr2_paths_both_cut_ulfm
 in_cluster check cluster/dr2-paths-both-cut-abort dr2_paths_both_cut_abort

@@ -193,6 +193,7 @@ typedef struct mca_pml_dr2_t {
     volatile bool closed;
     mca_pml_dr2_counters_t counters;
     mca_pml_dr2_path_counters_t path_counters;
+    volatile bool path_errors_pending; /* a path's BTL reported an error (btl_error) */
 } mca_pml_dr2_t;
 
 extern mca_pml_dr2_t mca_pml_dr2;

@@ -521,6 +521,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     m->sending_des = NULL;
     m->sending_des_completed = false;
     m->closed = false;
+    m->path_errors_pending = false;
     /* with a retry limit the keepalive (pml_dr2_keepalive.h) is a timer that never ends */
     m->timers_armed = m->retry_limit > 0 ? 1 : 0;
     m->next_keepalive_us = 0;

@@ -703,7 +703,7 @@ static void vfrag_first_send_done(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t 
     }
     vfrag_count_pending(peer);
     if (OMPI_ERR_UNREACH == rc) {
-        mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+        mca_pml_dr2_path_unreachable(peer, v->path);
     }
 }
 
@@ -956,7 +956,7 @@ static bool vfrag_push(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
         rc = send_fragment(peer, v, (unsigned) index, flags);
         if (OMPI_SUCCESS != rc) {
             if (OMPI_ERR_UNREACH == rc) {
-                mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+                mca_pml_dr2_path_unreachable(peer, v->path);
             }
             return false; /* the BTL is full: the rest goes from progress */
         }
