@@ -148,8 +148,10 @@ void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
         return;
     }
     if (NULL != msg->buf) {
-        /* an unexpected eager message: its data was checked on arrival */
-        (void) mca_pml_dr2_recv_request_unpack(req, 0, msg->buf, (uint32_t) msg->msg_len, false, 0);
+        /* an unexpected eager message, or a non-contiguous receive's staging copy of a
+         * message of any size (its buffer was allocated, so msg_len fits a size_t): its
+         * data was checked on arrival */
+        (void) mca_pml_dr2_recv_request_unpack(req, 0, msg->buf, (size_t) msg->msg_len, false, 0);
     }
     req->msg = NULL;
     msg->req = NULL;
