@@ -29,6 +29,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->wdog_since_us = 0;
     peer->wdog_expired = false;
     peer->tx_next_id = 0;
+    pml_dr2_id_guard_clear(&peer->tx_id_guard);
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_await_match, opal_list_t);
