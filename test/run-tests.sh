@@ -584,7 +584,8 @@ check install/ompi_info-lists-dr2 ompi_info_lists_dr2
 man_pages_installed() {
     local mandir=$build/stage/share/man f page out
     for f in ftrabit FTR_Init FTR_Finalize FTR_Allreduce FTR_Bcast FTR_Allreduce_bootstrap \
-             FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Version FTR_Comm_recover; do
+             FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Version FTR_Comm_recover \
+             FTR_Cache_memory; do
         page=$(man -M "$mandir" -w 3 "$f") || { echo "man 3 $f: not installed"; return 1; }
         echo "$f: $page"
         out=$(MANWIDTH=80 man --warnings=w -M "$mandir" 3 "$f" 2>&1 >/dev/null)
