@@ -90,7 +90,10 @@ cluster_host_index() { # HOST -> I; HOST is hI, I, or an address 10.91.k.(I+1)
     case "$h" in
         h[0-9]*) i=${h#h} ;;
         [0-9]|[0-9][0-9]|[0-9][0-9][0-9]) i=$h ;;
-        10.91.[0-9].[0-9]*) i=$((${h##*.} - 1)) ;;
+        10.91.[1-9].[0-9]*)
+            local k=${h#10.91.}
+            k=${k%%.*}
+            [ "$k" -le ${#CLUSTER_NETS[@]} ] && [[ "${h##*.}" =~ ^[0-9]+$ ]] && i=$((${h##*.} - 1)) ;;
     esac
     if ! [[ "$i" =~ ^[0-9]+$ ]] || [ "$i" -ge "$CLUSTER_HOSTS" ]; then
         cluster_say "no host '$h' in this cluster (h0 .. h$((CLUSTER_HOSTS - 1)))"
@@ -140,7 +143,8 @@ cluster_unavailable() {
         command -v "$tool" >/dev/null 2>&1 || {
             echo "'$tool' is missing (test/cluster/cluster.sh install-deps installs it)"; return 0; }
     done
-    probe=${CLUSTER_NS_PREFIX}probe-$$-$RANDOM
+    # named as a cluster of this shell's, so that a probe cut short is removed as a leftover
+    probe=${CLUSTER_NS_PREFIX}$$-$(printf '%04x' $((RANDOM % 65536)))-probe
     ip netns add "$probe" 2>/dev/null || { echo "cannot make a network namespace (ip netns add)"; return 0; }
     if ! ip netns exec "$probe" unshare --uts -- true 2>/dev/null; then
         ip netns del "$probe"
