@@ -540,6 +540,12 @@ mpi dr2/revoke-inflight-eager 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" 
 mpi dr2/revoke-inflight-multifrag 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" \
     --mca pml_dr2_frag_size 1024 --mca pml_dr2_eager_limit 8192 -- inflight 6000 100
 mpi dr2/revoke-ssend 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- ssend
+# Revoke, shrink and agree in a loop with traffic in flight (dr2_ulfm_loop, in the spirit of
+# ulfm-testing's api/revoke and api/revshrink), 100 iterations without a hang; the same
+# program over ob1 shows that what it checks is what ULFM promises.
+mpi dr2/ulfm-revoke-shrink-agree-loop 4 pass test/mpi/dr2_ulfm_loop "${DR2[@]}" "${FT[@]}" -- 100
+mpi ulfm-revoke-shrink-agree-loop-over-ob1 4 pass test/mpi/dr2_ulfm_loop --mca pml ob1 "${FT[@]}" \
+    -- 100
 # A send interrupted by a process failure (dr2_seqhole: a bcast rank 2 dies in, whose
 # message to rank 1 waits for a window of one vfrag) still reaches its live receiver, to
 # be dropped there: abandoned, it would leave a hole in the matching sequence that the

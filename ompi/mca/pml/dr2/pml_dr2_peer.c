@@ -28,6 +28,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->eager_limit_min = 0;
     peer->max_send_min = 0;
     peer->tx_next_id = 0;
+    pml_dr2_id_guard_clear(&peer->tx_id_guard);
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_await_match, opal_list_t);

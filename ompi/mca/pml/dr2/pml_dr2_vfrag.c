@@ -456,6 +456,30 @@ static inline mca_pml_dr2_vfrag_t *vfrag_get(void)
     return (mca_pml_dr2_vfrag_t *) opal_free_list_get_st(&mca_pml_dr2.vfrags);
 }
 
+/* Rebuild the peer's id guard for tx_next_id from the ids rendezvous waiting for their
+ * go-ahead go by (pml_dr2_id_guard_t). */
+static void id_guard_rebuild(mca_pml_dr2_peer_t *peer)
+{
+    mca_pml_dr2_txmsg_t *msg;
+
+    pml_dr2_id_guard_clear(&peer->tx_id_guard);
+    OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+        pml_dr2_id_guard_consider(&peer->tx_id_guard, peer->tx_next_id, msg->msg_id);
+    }
+}
+
+/* The id after the one just given out, skipping those still in use after 2^32 ids. */
+static inline void id_advance(mca_pml_dr2_peer_t *peer)
+{
+    if (OPAL_UNLIKELY(pml_dr2_id_guard_due(++peer->tx_next_id))) {
+        id_guard_rebuild(peer);
+    }
+    while (OPAL_UNLIKELY(pml_dr2_id_guard_hits(&peer->tx_id_guard, peer->tx_next_id))) {
+        peer->tx_next_id++;
+        id_guard_rebuild(peer);
+    }
+}
+
 /* v becomes the message's next vfrag, with the peer's next id, in flight (indexed, timed)
  * on path `path` but not yet counted as pending: the caller either sends it at once or
  * counts it (vfrag_create). */
@@ -469,7 +493,8 @@ static void vfrag_start(mca_pml_dr2_vfrag_t *v, mca_pml_dr2_txmsg_t *msg, uint8_
         n = 1; /* an empty message still has its MATCH */
     }
     v->msg = msg;
-    v->id = peer->tx_next_id++;
+    v->id = peer->tx_next_id;
+    id_advance(peer);
     v->kind = kind;
     v->nfrags = (uint8_t) n;
     v->offset = offset;
