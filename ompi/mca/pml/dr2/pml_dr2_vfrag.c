@@ -1175,7 +1175,10 @@ static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
     fake.id = msg->msg_id;
     fake.kind = PML_DR2_HDR_RNDV;
     fake.nfrags = 1;
-    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer, 0);
+    /* each resend on the next path: one silently dead, not known to be (nothing else of
+     * ours crossed it since), must not leave the RNDV unanswered until the retry limit */
+    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer,
+                                                (int) (msg->match_retries % msg->peer->npaths));
     if (OMPI_SUCCESS
         == send_fragment(msg->peer, &fake, 0,
                          PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)) {
