@@ -167,9 +167,11 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
 static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
                                    int size, int rank)
 {
+    /* From the survivor that completed the most collectives: one still inside a bootstrap
+     * call when the failure struck lacks that call's entry, which another has. */
     int source = -1, err = MPI_SUCCESS;
-    for (int r = 0; r < size && source < 0; r++) {
-        if (!all[r].replacement) {
+    for (int r = 0; r < size; r++) {
+        if (!all[r].replacement && (source < 0 || all[r].completed_seq > all[source].completed_seq)) {
             source = r;
         }
     }
@@ -393,7 +395,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         goto out;
     }
 
-    /* Replacements also get the bootstrap table, from the first rank that is not one. */
+    /* Replacements also get the bootstrap table (ftrabit_share_bootstrap says from whom). */
     err = ftrabit_share_bootstrap(st, all, size, rank);
     if (MPI_SUCCESS != err) {
         goto out;
