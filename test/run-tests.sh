@@ -379,6 +379,20 @@ ft_run test/mpi/ft_types types/kill-rank1 4 "1:7"
 ft_run test/mpi/ft_types types/kill-rank0-before-first-checkpoint 4 "0:3"
 ft_run test/mpi/ft_types types/kill-two-at-once 5 "2:12 3:12"
 ft_run test/mpi/ft_types types/result-replicas-2 6 "1:8" --mca coll_ftrabit_result_replicas 2
+# Shrink renumbers the survivors: a broadcast retried after a failure inside it must use
+# its root's new number (the pipeline's first hop dies: nobody received anything), and a
+# root that died there must give every rank the same clear error, not another rank's data.
+ft_run test/mpi/ft_types types/shrink-bcast-root-renumbered 4 "0:7:bcast" \
+    --mca coll_ftrabit_recovery shrink --mca coll_ftrabit_bcast_algorithm pipeline
+shrink_bcast_root_died() {
+    local log=$logs/ft-types-shrink-bcast-root-died.log rc timed_out
+    ft_launch test/mpi/ft_types "$log" 4 "1:9:bcast" --mca coll_ftrabit_recovery shrink
+    cat "$log"
+    [ $timed_out = 0 ] && ! grep -q "broadcast value" "$log" \
+        && grep -q "its root died before any survivor received the data" "$log" \
+        && grep -q "padded Bcast failed" "$log" # the first to exit may end the others
+}
+check ft/types/shrink-bcast-root-died/np4 shrink_bcast_root_died
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
