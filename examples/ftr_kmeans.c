@@ -15,6 +15,9 @@
  *                       before-checkpoint. Repeatable.
  *   --replacement-stalls S  a replacement waits S seconds before it joins (a
  *                       replacement slower than coll_ftrabit_recovery_timeout).
+ *   --hold R:I          original rank R stops at iteration I (before its allreduce), leaves
+ *                       the mark "held-R" in --kill-marks' DIR and waits to be killed from
+ *                       outside (a test killing a whole host while the job runs). Repeatable.
  *   --kill-marks DIR    each kill happens once: the dying process leaves a mark in DIR, so
  *                       its replacement replaying that iteration does not die again, but a
  *                       later kill of the same rank still happens. Without it, replacements
@@ -28,6 +31,8 @@
  *                       (written to PATH.tmp, then renamed: a file is always complete).
  *   --restart-from-file  start from the model in --checkpoint-file's PATH if it exists: the
  *                       classic restart of a whole job after a failure killed it.
+ *   --keep-comm         do not free the communicator FTR_Init gave (MPI allows that; the
+ *                       job must still end).
  */
 #include <math.h>
 #include <mpi.h>
@@ -48,6 +53,7 @@ static const char *where_names[] = {"before-allreduce", "after-allreduce", "befo
 typedef struct {
     int rank, iteration;
     enum where where;
+    int hold; /* wait to be killed from outside instead of raising SIGKILL */
 } kill_t;
 
 static kill_t kills[64];
@@ -82,6 +88,23 @@ static int first_time(int i)
     return 1;
 }
 
+/* --hold: tell the outside we are here (the mark), then wait for its SIGKILL */
+static void hold_until_killed(int rank, int iteration)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/held-%d", kill_marks, rank);
+    FILE *f = fopen(path, "w");
+    if (NULL != f) {
+        fclose(f);
+    }
+    fprintf(stderr, "ftr_kmeans: rank %d held at iteration %d, waiting to be killed\n", rank,
+            iteration);
+    fflush(stderr);
+    for (;;) {
+        pause();
+    }
+}
+
 static void maybe_die(int rank, int iteration, enum where where)
 {
     for (int i = 0; i < nkills; i++) {
@@ -91,6 +114,9 @@ static void maybe_die(int rank, int iteration, enum where where)
                 printf("timeline rank %d kill %d %.6f\n", rank, iteration, wall_now());
                 fflush(stdout);
             }
+            if (kills[i].hold) {
+                hold_until_killed(rank, iteration);
+            }
             fprintf(stderr, "ftr_kmeans: rank %d killing itself at iteration %d (%s)\n", rank,
                     iteration, where_names[where]);
             fflush(stderr);
@@ -99,10 +125,10 @@ static void maybe_die(int rank, int iteration, enum where where)
     }
 }
 
-static int parse_kill(const char *spec)
+static int parse_kill(const char *spec, int hold)
 {
     char where[64] = "before-allreduce";
-    kill_t k;
+    kill_t k = {.hold = hold};
     if (nkills == 64 || sscanf(spec, "%d:%d:%63s", &k.rank, &k.iteration, where) < 2) {
         return -1;
     }
@@ -193,7 +219,7 @@ int main(int argc, char **argv)
     MPI_Comm world, parent;
     int rank, size, version;
     const char *checkpoint_file = NULL;
-    int restart_from_file = 0;
+    int restart_from_file = 0, keep_comm = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--replacement-stalls") && i + 1 < argc) {
@@ -214,12 +240,14 @@ int main(int argc, char **argv)
         else if (ok && !strcmp(argv[i], "--points")) n = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--clusters")) clusters = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--dims")) dims = atoi(argv[++i]);
-        else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i]) == 0;
+        else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i], 0) == 0;
+        else if (ok && !strcmp(argv[i], "--hold")) ok = parse_kill(argv[++i], 1) == 0;
         else if (ok && !strcmp(argv[i], "--kill-marks")) kill_marks = argv[++i];
         else if (ok && !strcmp(argv[i], "--replacement-stalls")) ++i;
         else if (!strcmp(argv[i], "--timeline")) ok = timeline = 1;
         else if (ok && !strcmp(argv[i], "--checkpoint-file")) checkpoint_file = argv[++i];
         else if (!strcmp(argv[i], "--restart-from-file")) ok = restart_from_file = 1;
+        else if (!strcmp(argv[i], "--keep-comm")) ok = keep_comm = 1;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "ftr_kmeans: bad argument '%s' (see the comment at the top of "
@@ -230,6 +258,12 @@ int main(int argc, char **argv)
     if (iterations < 1 || every < 1 || n < 1 || clusters < 1 || dims < 1) {
         fprintf(stderr, "ftr_kmeans: every size must be positive\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int i = 0; i < nkills; i++) {
+        if (kills[i].hold && NULL == kill_marks) {
+            fprintf(stderr, "ftr_kmeans: --hold needs --kill-marks DIR (where it leaves its mark)\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     if (restart_from_file && NULL == checkpoint_file) {
         fprintf(stderr, "ftr_kmeans: --restart-from-file needs --checkpoint-file PATH\n");
@@ -357,7 +391,9 @@ int main(int argc, char **argv)
     free(model);
     free(assignment);
     free(sums);
-    MPI_Comm_free(&world);
+    if (!keep_comm) {
+        MPI_Comm_free(&world);
+    }
     FTR_Finalize();
     return 0;
 }

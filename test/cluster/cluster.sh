@@ -90,7 +90,10 @@ cluster_host_index() { # HOST -> I; HOST is hI, I, or an address 10.91.k.(I+1)
     case "$h" in
         h[0-9]*) i=${h#h} ;;
         [0-9]|[0-9][0-9]|[0-9][0-9][0-9]) i=$h ;;
-        10.91.[0-9].[0-9]*) i=$((${h##*.} - 1)) ;;
+        10.91.[1-9].[0-9]*)
+            local k=${h#10.91.}
+            k=${k%%.*}
+            [ "$k" -le ${#CLUSTER_NETS[@]} ] && [[ "${h##*.}" =~ ^[0-9]+$ ]] && i=$((${h##*.} - 1)) ;;
     esac
     if ! [[ "$i" =~ ^[0-9]+$ ]] || [ "$i" -ge "$CLUSTER_HOSTS" ]; then
         cluster_say "no host '$h' in this cluster (h0 .. h$((CLUSTER_HOSTS - 1)))"
@@ -111,7 +114,11 @@ cluster_addr() { # HOST NET -> the host's address on NET
 # the cluster, so with COUNT this works before cluster_up (a test's arguments are built
 # before it knows whether it will run).
 cluster_hosts_arg() { # SLOTS [COUNT]: "h0:SLOTS,10.91.3.2:SLOTS,..." for the first COUNT hosts
-    local slots=${1:?cluster_hosts_arg SLOTS [COUNT]} count=${2:-} i list k
+    local slots=${1:-} count=${2:-} i list k
+    if ! [[ "$slots" =~ ^[1-9][0-9]*$ ]] || ! [[ "$count" =~ ^[0-9]*$ ]]; then
+        cluster_say "cluster_hosts_arg SLOTS [COUNT]: numbers, SLOTS at least 1 (got '$slots' '$count')"
+        return 2
+    fi
     if [ -z "$count" ]; then
         cluster_require || return 1
         count=$CLUSTER_HOSTS
@@ -136,7 +143,8 @@ cluster_unavailable() {
         command -v "$tool" >/dev/null 2>&1 || {
             echo "'$tool' is missing (test/cluster/cluster.sh install-deps installs it)"; return 0; }
     done
-    probe=${CLUSTER_NS_PREFIX}probe-$$-$RANDOM
+    # named as a cluster of this shell's, so that a probe cut short is removed as a leftover
+    probe=${CLUSTER_NS_PREFIX}$$-$(printf '%04x' $((RANDOM % 65536)))-probe
     ip netns add "$probe" 2>/dev/null || { echo "cannot make a network namespace (ip netns add)"; return 0; }
     if ! ip netns exec "$probe" unshare --uts -- true 2>/dev/null; then
         ip netns del "$probe"
@@ -363,23 +371,27 @@ cluster_agent() {
 # host looks undersubscribed to it, so ranks would spin and a message would wait for the
 # scheduler to run its receiver: coll_allreduce np 4 on two hosts took 16 s, 4.5 s with it.
 cluster_mpirun_options() { # MPIRUN-ARGS...: prints one option per line
-    local args=" $* " np="" prev a slots
+    local np="" prev="" a slots has_host=0 has_bind=0 has_tcp_if=0 has_yield=0
     for a in "$@"; do
         case "$prev" in -np|-n|--np|-c) np=$a ;; esac
+        case "$a" in
+            --host|--host=*|-H|--hostfile|--hostfile=*|--machinefile|--machinefile=*) has_host=1 ;;
+            --bind-to|--bind-to=*) has_bind=1 ;;
+            *btl_tcp_if_include*|*btl_tcp_if_exclude*) has_tcp_if=1 ;;
+            *mpi_yield_when_idle*) has_yield=1 ;;
+        esac
         prev=$a
     done
     echo --prtemca; echo plm_ssh_agent; echo "$CLUSTER_DIR/agent"
     echo --prtemca; echo oob_tcp_if_include; echo "$CLUSTER_MANAGEMENT_NET"
-    if [[ "$args" != *" --host "* && "$args" != *" -H "* && "$args" != *" --hostfile "* ]]; then
+    if [ $has_host = 0 ]; then
         slots=1
-        [[ "$np" =~ ^[0-9]+$ ]] && slots=$(((np + CLUSTER_HOSTS - 1) / CLUSTER_HOSTS))
-        [ "$slots" -ge 1 ] || slots=1
+        [[ "$np" =~ ^[0-9]+$ ]] && [ "$np" -gt 0 ] && slots=$(((np + CLUSTER_HOSTS - 1) / CLUSTER_HOSTS))
         echo --host; cluster_hosts_arg "$slots"
     fi
-    [[ "$args" == *" --bind-to "* ]] || { echo --bind-to; echo none; }
-    [[ "$args" == *"btl_tcp_if_include"* ]] || { echo --mca; echo btl_tcp_if_include; echo "$CLUSTER_DATA_NETS"; }
-    if [[ "$args" != *"mpi_yield_when_idle"* ]] \
-           && { ! [[ "$np" =~ ^[0-9]+$ ]] || [ "$np" -gt "$(nproc)" ]; }; then
+    [ $has_bind = 1 ] || { echo --bind-to; echo none; }
+    [ $has_tcp_if = 1 ] || { echo --mca; echo btl_tcp_if_include; echo "$CLUSTER_DATA_NETS"; }
+    if [ $has_yield = 0 ] && { ! [[ "$np" =~ ^[0-9]+$ ]] || [ "$np" -gt "$(nproc)" ]; }; then
         echo --mca; echo mpi_yield_when_idle; echo 1
     fi
 }
@@ -485,6 +497,32 @@ cluster_kill_host() {
     cluster_kill_ns "$ns"
 }
 
+# cluster_when FILE PATTERN SECONDS COMMAND...: wait until a line of FILE (a job's output,
+# being written) matches PATTERN (grep -E), then run COMMAND: a fault at a chosen point of
+# a job, e.g. cluster_when "$log" "^timeline rank [0-9]+ done 7 " 60 cluster_cut h1 neta.
+# Returns COMMAND's status, or 1 without running it if PATTERN did not show within SECONDS.
+cluster_when() {
+    local file=$1 pattern=$2 secs=$3 t
+    shift 3
+    if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ $# -eq 0 ]; then
+        cluster_say "cluster_when FILE PATTERN SECONDS COMMAND...: got '$file' '$pattern' '$secs' '$*'"
+        return 2
+    fi
+    for ((t = 0; t < secs * 10; t++)); do
+        grep -aqE -- "$pattern" "$file" 2>/dev/null && { "$@"; return; }
+        sleep 0.1
+    done
+    cluster_say "'$pattern' did not appear in $file within $secs s: '$*' not run"
+    return 1
+}
+
+# cluster_kill_host_when FILE PATTERN HOST [SECONDS]: HOST lost once PATTERN shows in FILE
+# (default: within 60 s).
+cluster_kill_host_when() {
+    cluster_host_index "${3:-}" >/dev/null || return 2
+    cluster_when "$1" "$2" "${4:-60}" cluster_kill_host "$3"
+}
+
 # cluster_reap: kill whatever is left on any host (between two tests).
 cluster_reap() {
     local i rc=0
@@ -557,6 +595,8 @@ usage: cluster.sh COMMAND [ARGS]     (the cluster: \$OMPIRES_CLUSTER, set by up)
   dropped HOST [NET]     packets dropped by HOST's cuts
   link-down HOST NET     ip link set NET down on HOST;  link-up HOST NET: back up
   kill-host HOST         SIGKILL every process on HOST (its PRRTE daemon too)
+  when FILE PATTERN S COMMAND [ARGS]  run this script's COMMAND (cut, kill-host, ...) once a
+                         line of FILE matches PATTERN (grep -E); fails if not within S s
   reap                   kill every process left on any host
   reset                  reap, heal every cut, every link up: as after up
   pids HOST              processes on HOST
@@ -609,6 +649,9 @@ cluster_main() {
         link-down) cluster_link_down "$@" ;;
         link-up) cluster_link_up "$@" ;;
         kill-host) cluster_kill_host "$@" ;;
+        when)
+            [ $# -ge 4 ] || { cluster_usage >&2; exit 2; }
+            cluster_when "$1" "$2" "$3" cluster_main "${@:4}" ;;
         reap) cluster_reap ;;
         reset) cluster_reset ;;
         pids) cluster_pids "$@" ;;

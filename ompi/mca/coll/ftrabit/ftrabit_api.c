@@ -99,17 +99,45 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    err = MPI_Comm_dup(MPI_COMM_WORLD, world);
+    MPI_Comm own;
+    err = MPI_Comm_dup(MPI_COMM_WORLD, &own);
     if (MPI_SUCCESS != err) {
         return err;
     }
-    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
-    ftrabit_state_new(*world, rank, size);
-    return MPI_SUCCESS;
+    MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
+    ftrabit_state_t *st = ftrabit_state_new(own, rank, size);
+    if (NULL == st) {
+        MPI_Comm_free(&own);
+        return MPI_ERR_NO_MEM;
+    }
+    return ftrabit_state_hand_out(st, world);
 }
 
+/* Every process, survivor or replacement, leaves through one agreement per communicator
+ * (Rabit's Shutdown): a process that completed its last collective must not be gone while
+ * others still recover from a failure in it, since their rebuild needs it (ULFM's shrink
+ * and agreement include every living process) and so may the results it keeps. Then
+ * everything ftrabit created is freed, the communicator connecting a replacement to the
+ * job that spawned it included: MPI_Finalize disconnects from every other job still
+ * connected, and waits there for processes that would never come (ompi_dpm_dyn_finalize). */
 int FTR_Finalize(void)
 {
+    int err = MPI_SUCCESS;
+
+    for (ftrabit_state_t *st = ftrabit_state_first(); NULL != st; st = st->next) {
+        int e = ftrabit_final_agreement(st);
+        if (MPI_SUCCESS == err) {
+            err = e;
+        }
+    }
+    ftrabit_state_release_all();
+    if (ftrabit_spawned) {
+        MPI_Comm parent;
+        MPI_Comm_get_parent(&parent);
+        if (MPI_COMM_NULL != parent) {
+            MPI_Comm_free(&parent);
+        }
+    }
     free(ftrabit_program);
     ftrabit_program = NULL;
     if (ftrabit_program_argv) {
@@ -119,20 +147,26 @@ int FTR_Finalize(void)
         free(ftrabit_program_argv);
         ftrabit_program_argv = NULL;
     }
-    return MPI_Finalize();
+    int fin = MPI_Finalize();
+    return MPI_SUCCESS != err ? err : fin;
 }
 
 /* ---- typed copies (the datatype may be non-contiguous) ----------------------------- */
 
+/* Are `count` elements of `type` at buf exactly the *bytes bytes from buf on? Each element
+ * must be dense (its true extent is its size, starting at buf) and, with more than one, the
+ * next one must start where it ends: elements are `extent` apart, not `true extent` (a
+ * struct such as MPI_DOUBLE_INT has 12 bytes of data in an extent of 16). */
 static int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
 {
-    MPI_Aint lb, extent;
+    MPI_Aint lb, extent, true_lb, true_extent;
     int size;
 
     MPI_Type_size(type, &size);
-    MPI_Type_get_true_extent(type, &lb, &extent);
+    MPI_Type_get_extent(type, &lb, &extent);
+    MPI_Type_get_true_extent(type, &true_lb, &true_extent);
     *bytes = (size_t) size * (size_t) count;
-    return 0 == lb && (count <= 1 ? extent == size : (MPI_Aint) *bytes == (extent * count));
+    return 0 == true_lb && true_extent == size && (count <= 1 || extent == size);
 }
 
 /* Pack `count` elements of `type` at buf into a new contiguous blob. */
@@ -183,16 +217,37 @@ typedef struct {
     int root;
 } ftrabit_call_t;
 
-static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const void *input, int rank,
+/*
+ * Where a call's result is made and kept. Kept results live in pool buffers that are
+ * reused across checkpoints (ftrabit_pool.h): the steady state allocates and first-touches
+ * no memory, and ranks that do not keep a result (coll_ftrabit_result_replicas) copy
+ * nothing into the cache.
+ *  - contiguous allreduce (`direct`): MPI reduces from the user's buffer, which it only
+ *    reads (so a retry after a failure starts from the same input, with no copy of it),
+ *    into `slot`; the result is copied to the user's buffer, and the slot becomes the
+ *    cached result on a keeper or goes back to the pool elsewhere: one copy per call;
+ *  - bcast (the root's buffer is only read too) and non-contiguous allreduce (from
+ *    `input`, a copy of the user's data): the result is made in the user's buffer and a
+ *    keeper copies or packs it into a pool buffer.
+ */
+typedef struct {
+    int keeper;
+    int direct;
+    size_t len;        /* bytes of a direct result */
+    const void *input; /* send buffer of a non-direct allreduce */
+    ftrabit_slot_t slot;
+} ftrabit_result_t;
+
+static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const ftrabit_result_t *r,
                             MPI_Comm comm)
 {
     if (call->is_bcast) {
-        /* The root's buffer is only read, so a retry starts from the same data. */
-        (void) input;
-        (void) rank;
         return MPI_Bcast(buf, call->count, call->type, call->root, comm);
     }
-    return MPI_Allreduce(input, buf, call->count, call->type, call->op, comm);
+    if (r->direct) {
+        return MPI_Allreduce(buf, r->slot.data, call->count, call->type, call->op, comm);
+    }
+    return MPI_Allreduce(r->input, buf, call->count, call->type, call->op, comm);
 }
 
 /* Serve a cached result for `seq` if there is one; returns 1 if served. */
@@ -217,23 +272,45 @@ static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, void *buf,
     return 1;
 }
 
-static void ftrabit_keep_result(ftrabit_state_t *st, uint64_t seq, const void *buf,
-                                const ftrabit_call_t *call)
+/* A keeper's copy of a result made in the user's buffer, packed straight into a pool
+ * buffer. A result that cannot be kept (out of memory) is not fatal here: recovery finds
+ * it missing and says so if it is ever needed. */
+static void ftrabit_keep_copy(ftrabit_state_t *st, uint64_t seq, const void *buf,
+                              const ftrabit_call_t *call)
 {
-    void *blob;
+    ftrabit_slot_t slot;
     size_t len;
+    int size, pos = 0;
 
-    if (!ftrabit_cache_is_keeper(seq, st->orig_rank, st->orig_size,
-                                 ftrabit_settings.result_replicas)) {
-        return;
-    }
     if (ftrabit_is_contiguous(call->count, call->type, &len)) {
-        (void) ftrabit_cache_put(&st->results, seq, buf, len); /* the cache copies */
+        if (FTRABIT_CACHE_OK == ftrabit_cache_slot(&st->results, len, &slot)) {
+            memcpy(slot.data, buf, len);
+            (void) ftrabit_cache_put_slot(&st->results, seq, &slot, len);
+        }
         return;
     }
-    if (MPI_SUCCESS == ftrabit_pack(buf, call->count, call->type, st->comm, &blob, &len)) {
-        (void) ftrabit_cache_put(&st->results, seq, blob, len);
-        free(blob);
+    if (MPI_SUCCESS != MPI_Pack_size(call->count, call->type, st->comm, &size)
+        || FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, (size_t) size, &slot)) {
+        return;
+    }
+    if (MPI_SUCCESS == MPI_Pack(buf, call->count, call->type, slot.data, size, &pos, st->comm)) {
+        (void) ftrabit_cache_put_slot(&st->results, seq, &slot, (size_t) pos);
+    } else {
+        ftrabit_cache_return_slot(&st->results, &slot);
+    }
+}
+
+/* After a successful run: the result into the user's buffer and into the cache. */
+static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf,
+                                    const ftrabit_call_t *call, ftrabit_result_t *r)
+{
+    if (r->direct) {
+        memcpy(buf, r->slot.data, r->len);
+        if (r->keeper) {
+            (void) ftrabit_cache_put_slot(&st->results, seq, &r->slot, r->len);
+        }
+    } else if (r->keeper) {
+        ftrabit_keep_copy(st, seq, buf, call);
     }
 }
 
@@ -262,10 +339,39 @@ static void *ftrabit_input_copy(ftrabit_state_t *st, const void *buf, const ftra
     return MPI_SUCCESS == *err ? input : NULL;
 }
 
+/* A broadcast retried after a recovery that renumbered the ranks (shrink): *root, a rank
+ * of the communicator the call started on (`before`), becomes the rank of the same process
+ * in the rebuilt one. Under respawn every rank keeps its number (a dead root's replacement
+ * replays up to this call and sends the same data). A root that died under shrink took
+ * the data with it: every rank translates the same groups, so every rank fails alike. */
+static int ftrabit_follow_root(const ftrabit_state_t *st, MPI_Group before, uint64_t seq,
+                               int *root)
+{
+    MPI_Group after;
+    int moved;
+
+    if (FTRABIT_RECOVER_SHRINK != ftrabit_settings.policy) {
+        return MPI_SUCCESS;
+    }
+    MPI_Comm_group(st->comm, &after);
+    MPI_Group_translate_ranks(before, 1, root, after, &moved);
+    MPI_Group_free(&after);
+    if (MPI_UNDEFINED == moved) {
+        if (st->announces_recovery) {
+            fprintf(stderr, "ftrabit: FTR_Bcast (collective %llu): its root died before any "
+                            "survivor received the data, which is lost under the shrink "
+                            "policy\n", (unsigned long long) seq);
+        }
+        return MPI_ERR_ROOT;
+    }
+    *root = moved;
+    return MPI_SUCCESS;
+}
+
 static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *comm)
 {
     ftrabit_state_t *st = ftrabit_state_of(*comm);
-    int err, rank;
+    int err;
 
     if (NULL == st) {
         /* Not a communicator from FTR_Init or recovery: plain MPI, no fault tolerance. */
@@ -278,21 +384,30 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
         return err;
     }
 
-    /* The input survives a failed attempt in this copy (an in-place allreduce that failed
-     * halfway leaves buf undefined). */
-    void *input = NULL;
+    ftrabit_result_t result = {
+        .keeper = ftrabit_cache_is_keeper(seq, st->orig_rank, st->orig_size,
+                                          ftrabit_settings.result_replicas)};
     if (!call->is_bcast) {
-        input = ftrabit_input_copy(st, buf, call, &err);
-        if (NULL == input) {
-            return err;
+        result.direct = ftrabit_is_contiguous(call->count, call->type, &result.len);
+        if (result.direct) {
+            if (FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, result.len, &result.slot)) {
+                return MPI_ERR_NO_MEM;
+            }
+        } else {
+            /* The input survives a failed attempt in this copy (an allreduce that failed
+             * halfway leaves buf undefined). */
+            result.input = ftrabit_input_copy(st, buf, call, &err);
+            if (NULL == result.input) {
+                return err;
+            }
         }
     }
 
+    ftrabit_call_t now = *call; /* the root follows its process when ranks are renumbered */
     for (;;) {
-        MPI_Comm_rank(st->comm, &rank);
-        err = ftrabit_run_once(call, buf, input, rank, st->comm);
+        err = ftrabit_run_once(&now, buf, &result, st->comm);
         if (MPI_SUCCESS == err) {
-            ftrabit_keep_result(st, seq, buf, call);
+            ftrabit_result_complete(st, seq, buf, &now, &result);
             st->completed_seq = seq;
             break;
         }
@@ -300,14 +415,24 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
             break;
         }
         ftrabit_log(1, "collective %llu failed (%d): recovering", (unsigned long long) seq, err);
+        MPI_Group before = MPI_GROUP_NULL;
+        if (now.is_bcast) {
+            MPI_Comm_group(st->comm, &before);
+        }
         err = ftrabit_recover(st, comm);
-        if (MPI_SUCCESS != err) {
+        if (MPI_SUCCESS == err && ftrabit_serve_cached(st, seq, buf, &now, &err)) {
+            /* someone completed it before the failure: take their result */
+        } else if (MPI_SUCCESS == err && now.is_bcast) {
+            err = ftrabit_follow_root(st, before, seq, &now.root);
+        }
+        if (MPI_GROUP_NULL != before) {
+            MPI_Group_free(&before);
+        }
+        if (MPI_SUCCESS != err || st->completed_seq == seq) {
             break;
         }
-        if (ftrabit_serve_cached(st, seq, buf, call, &err)) {
-            break; /* someone completed it before the failure: take their result */
-        }
     }
+    ftrabit_cache_return_slot(&st->results, &result.slot); /* if not kept */
     return err;
 }
 

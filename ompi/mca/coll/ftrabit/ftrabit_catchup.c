@@ -8,6 +8,7 @@
  * Afterwards every rank is at the plan's target sequence number: results it missed sit in
  * its cache, and a replacement holds the checkpoint FTR_Load_checkpoint will hand out.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,9 +167,11 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
 static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
                                    int size, int rank)
 {
+    /* From the survivor that completed the most collectives: one still inside a bootstrap
+     * call when the failure struck lacks that call's entry, which another has. */
     int source = -1, err = MPI_SUCCESS;
-    for (int r = 0; r < size && source < 0; r++) {
-        if (!all[r].replacement) {
+    for (int r = 0; r < size; r++) {
+        if (!all[r].replacement && (source < 0 || all[r].completed_seq > all[source].completed_seq)) {
             source = r;
         }
     }
@@ -280,27 +283,50 @@ static const char *ftrabit_plan_error(int rc)
                "(raise coll_ftrabit_local_replicas)";
     case FTRABIT_PLAN_NOROOM:
         return "too many transfers";
+    case FTRABIT_PLAN_NOMEM:
+        return "out of memory while planning the transfers";
     default:
         return "inconsistent state records";
     }
 }
 
-int ftrabit_catch_up(ftrabit_state_t *st)
+/* The plan, in a transfer table that grows until it fits: with coll_ftrabit_result_replicas
+ * set, a rank behind by n collectives gets its results in about n / replicas runs, each
+ * from the next keeper, so the number of transfers grows with the collectives since the
+ * checkpoint. Every rank plans from the same records, so every rank ends with the same
+ * table or the same error. */
+static int ftrabit_plan_with_room(const ftrabit_rank_state_t *all, int size, int orig_size,
+                                  ftrabit_plan_t *plan)
+{
+    int rc = FTRABIT_PLAN_NOROOM;
+
+    for (size_t room = 4 * (size_t) size + 64; FTRABIT_PLAN_NOROOM == rc; room *= 4) {
+        free(plan->xfers);
+        plan->xfers = room <= INT32_MAX / 4 ? malloc(sizeof(ftrabit_transfer_t) * room) : NULL;
+        plan->max_xfers = NULL == plan->xfers ? 0 : (int32_t) room;
+        if (NULL == plan->xfers) {
+            return FTRABIT_PLAN_NOMEM;
+        }
+        rc = ftrabit_plan_recovery(all, size, orig_size, ftrabit_settings.result_replicas,
+                                   ftrabit_settings.local_replicas, plan);
+    }
+    return rc;
+}
+
+int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
 {
     int size, rank, err;
+    *plan_failed = 0;
     MPI_Comm_size(st->comm, &size);
     MPI_Comm_rank(st->comm, &rank);
 
     ftrabit_rank_state_t mine, *all = malloc(sizeof(*all) * (size_t) size);
-    int max_xfers = 4 * size + 64;
     ftrabit_plan_t plan = {
         .restart_version = malloc(sizeof(int32_t) * (size_t) size),
         .restart_seq = malloc(sizeof(uint64_t) * (size_t) size),
-        .xfers = malloc(sizeof(ftrabit_transfer_t) * (size_t) max_xfers),
-        .max_xfers = max_xfers,
     };
     int *orig = malloc(sizeof(int) * (size_t) size);
-    if (!all || !plan.restart_version || !plan.restart_seq || !plan.xfers || !orig) {
+    if (!all || !plan.restart_version || !plan.restart_seq || !orig) {
         err = MPI_ERR_NO_MEM;
         goto out;
     }
@@ -310,12 +336,12 @@ int ftrabit_catch_up(ftrabit_state_t *st)
         goto out;
     }
     ftrabit_maybe_die_for_test(st, all, size);
-    int rc = ftrabit_plan_recovery(all, size, st->orig_size, ftrabit_settings.result_replicas,
-                                   ftrabit_settings.local_replicas, &plan);
+    int rc = ftrabit_plan_with_room(all, size, st->orig_size, &plan);
     if (FTRABIT_PLAN_OK != rc) {
         if (0 == rank) { /* every rank computed the same plan: one message is enough */
             fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
         }
+        *plan_failed = 1;
         err = MPI_ERR_OTHER;
         goto out;
     }
@@ -335,6 +361,14 @@ int ftrabit_catch_up(ftrabit_state_t *st)
             continue;
         }
         err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
+        if (MPI_SUCCESS == err && len > (size_t) INT_MAX) {
+            /* one message carries at most INT_MAX bytes (MPI_Isend's int count) */
+            fprintf(stderr, "ftrabit: recovery is not possible: a transfer of %zu bytes (more "
+                            "than 2 GiB of results since the checkpoint) is not supported; "
+                            "checkpoint more often\n", len);
+            free(FTRABIT_XFER_RESULTS == x->kind ? buf : NULL);
+            err = MPI_ERR_COUNT;
+        }
         if (MPI_SUCCESS == err) {
             if (FTRABIT_XFER_RESULTS == x->kind) {
                 owned[i] = buf;
@@ -361,7 +395,7 @@ int ftrabit_catch_up(ftrabit_state_t *st)
         goto out;
     }
 
-    /* Replacements also get the bootstrap table, from the first rank that is not one. */
+    /* Replacements also get the bootstrap table (ftrabit_share_bootstrap says from whom). */
     err = ftrabit_share_bootstrap(st, all, size, rank);
     if (MPI_SUCCESS != err) {
         goto out;

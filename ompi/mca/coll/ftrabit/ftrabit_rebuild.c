@@ -199,11 +199,12 @@ static void ftrabit_watchdog_disarm(pthread_t thread)
     pthread_join(thread, NULL);
 }
 
-/* Receive who we replace, merge with the survivors and take the dead rank's place. */
-static int ftrabit_join(MPI_Comm parent, MPI_Comm *world, ftrabit_state_t **state)
+/* Receive who we replace, merge with the survivors and take the dead rank's place: the
+ * new state owns the communicator in which it holds that rank. */
+static int ftrabit_join(MPI_Comm parent, ftrabit_state_t **state)
 {
     ftrabit_join_t join;
-    MPI_Comm merged;
+    MPI_Comm merged, own = MPI_COMM_NULL;
     int err;
 
     *state = NULL;
@@ -214,7 +215,7 @@ static int ftrabit_join(MPI_Comm parent, MPI_Comm *world, ftrabit_state_t **stat
     }
     if (MPI_SUCCESS == err) {
         MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
-        err = MPI_Comm_split(merged, 0, join.orig_rank, world);
+        err = MPI_Comm_split(merged, 0, join.orig_rank, &own);
         MPI_Comm_free(&merged);
     }
     if (MPI_SUCCESS != err) {
@@ -222,9 +223,10 @@ static int ftrabit_join(MPI_Comm parent, MPI_Comm *world, ftrabit_state_t **stat
                         "(error %d)\n", err);
         return err;
     }
-    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
-    *state = ftrabit_state_new(*world, join.orig_rank, join.orig_size);
+    MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
+    *state = ftrabit_state_new(own, join.orig_rank, join.orig_size);
     if (NULL == *state) {
+        MPI_Comm_free(&own);
         return MPI_ERR_NO_MEM;
     }
     (*state)->replacement = 1;
@@ -394,18 +396,23 @@ static void ftrabit_leave_after_replacements(const ftrabit_state_t *st)
 
 static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
 {
-    int err = ftrabit_catch_up(st);
+    int plan_failed;
+    int err = ftrabit_catch_up(st, &plan_failed);
     int flag = 0;
 
     if (MPI_SUCCESS == err) {
         flag = FTRABIT_CATCHUP_DONE | FTRABIT_CATCHUP_RETRYABLE;
     } else if (ftrabit_is_process_failure(err)) {
         flag = FTRABIT_CATCHUP_RETRYABLE;
-        MPIX_Comm_revoke(st->comm);
     }
     /* A failed plan needs no revoke: every rank computes it, and no transfer starts. A
      * revoke would break the record exchange of ranks still in it, and with it their
-     * message saying why. */
+     * message saying why. Any other error (a process failure, out of memory, a transfer
+     * too large) may leave peers waiting for a transfer from this rank: the revoke gets
+     * them to the agreement. */
+    if (MPI_SUCCESS != err && !plan_failed) {
+        MPIX_Comm_revoke(st->comm);
+    }
     /* The flag is the same on every survivor even when the agreement reports a failure;
      * a process that died after it is found by the next collective. */
     int local = flag;
@@ -421,10 +428,11 @@ static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
     return MPI_SUCCESS == err || ftrabit_is_process_failure(err) ? MPI_ERR_OTHER : err;
 }
 
-/* Rebuild, catch up, and again while processes keep failing. `keep` is the application's
- * handle, freed by the caller; intermediate communicators are freed here. Survivors and
- * replacements that joined a rebuilt communicator all run this loop together. */
-static int ftrabit_rebuild_loop(ftrabit_state_t *st, MPI_Comm keep, int *shrinking)
+/* Rebuild, catch up, and again while processes keep failing; each communicator replaced
+ * is freed (the application's handle is a duplicate: see ftrabit_finish_recovery).
+ * Survivors and replacements that joined a rebuilt communicator all run this loop
+ * together. */
+static int ftrabit_rebuild_loop(ftrabit_state_t *st, int *shrinking)
 {
     MPI_Comm current = st->comm;
     int err = MPI_ERR_PROC_FAILED;
@@ -435,10 +443,8 @@ static int ftrabit_rebuild_loop(ftrabit_state_t *st, MPI_Comm keep, int *shrinki
         err = ftrabit_rebuild(st, current, shrinking, &rebuilt);
         if (MPI_SUCCESS == err) {
             MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
-            if (current != keep) {
-                MPI_Comm_free(&current);
-            }
-            ftrabit_state_attach(st, rebuilt);
+            MPI_Comm_free(&current);
+            st->comm = rebuilt;
             current = rebuilt;
             err = ftrabit_catch_up_agreed(st);
         }
@@ -468,21 +474,29 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
     }
 }
 
-/* After a successful rebuild loop: hand the application its new communicator. */
-static void ftrabit_finish_recovery(ftrabit_state_t *st, MPI_Comm *comm, int shrinking,
-                                    double start)
+/* After a successful rebuild loop: hand the application a duplicate of the rebuilt
+ * communicator in *comm, in place of the handle it held, which is freed. The duplicate is
+ * collective, so every rank of the rebuild makes one, also in FTR_Finalize (comm NULL),
+ * where it replaces the handle the application kept, if any, and is freed at the end. */
+static int ftrabit_finish_recovery(ftrabit_state_t *st, MPI_Comm *comm, int shrinking,
+                                   double start)
 {
+    MPI_Comm old = NULL != comm ? *comm : st->app_comm, fresh;
+
     if (shrinking) {
         ftrabit_adopt_shrunk_numbering(st);
     }
-    MPI_Comm old = *comm;
-    *comm = st->comm;
-    if (old != st->comm) {
+    int err = ftrabit_state_hand_out(st, &fresh);
+    if (MPI_COMM_NULL != old) {
         MPI_Comm_free(&old);
+    }
+    if (NULL != comm) {
+        *comm = fresh;
     }
     st->recoveries++;
     st->last_recovery_seconds = MPI_Wtime() - start;
     ftrabit_announce_recovery(st, shrinking);
+    return err;
 }
 
 /* Every way into a rebuild goes through exactly one agreement on the old communicator
@@ -495,9 +509,35 @@ int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
 {
     int failed = 0;
 
+    /* The application's handle too: peers blocked in their own MPI calls on it (the
+     * FTR_Comm_recover way) must come out and recover as well. */
+    if (MPI_COMM_NULL != st->app_comm) {
+        MPIX_Comm_revoke(st->app_comm);
+    }
     MPIX_Comm_revoke(st->comm);
     (void) MPIX_Comm_agree(st->comm, &failed);
     return ftrabit_rebuild_after_agreement(st, comm);
+}
+
+int ftrabit_final_agreement(ftrabit_state_t *st)
+{
+    for (int round = 0;; round++) {
+        int done = 1;
+        int err = MPIX_Comm_agree(st->comm, &done);
+        if (MPI_SUCCESS == err && done) {
+            ftrabit_log(1, "final agreement reached after %d recoveries", round);
+            return MPI_SUCCESS;
+        }
+        if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {
+            return err;
+        }
+        /* Someone failed, or is recovering from a failure: recover with them. */
+        MPIX_Comm_revoke(st->comm);
+        err = ftrabit_rebuild_after_agreement(st, NULL);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+    }
 }
 
 int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
@@ -513,12 +553,12 @@ int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
     if (!shrinking) {
         watched = ftrabit_watchdog_arm(st->orig_rank, &watchdog);
     }
-    int err = ftrabit_rebuild_loop(st, *comm, &shrinking);
+    int err = ftrabit_rebuild_loop(st, &shrinking);
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);
     }
     if (MPI_SUCCESS == err) {
-        ftrabit_finish_recovery(st, comm, shrinking, start);
+        err = ftrabit_finish_recovery(st, comm, shrinking, start);
     }
     return err;
 }
@@ -537,7 +577,8 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
     int err;
 
     ftrabit_spawned = 1;
-    err = ftrabit_join(parent, world, &st);
+    *world = MPI_COMM_NULL;
+    err = ftrabit_join(parent, &st);
 
     if (MPI_SUCCESS == err) {
         err = ftrabit_catch_up_agreed(st);
@@ -546,12 +587,12 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
         int shrinking = FTRABIT_RECOVER_SHRINK == ftrabit_settings.policy;
         ftrabit_log(1, "a failure while this replacement caught up (%d); rebuilding with the "
                        "survivors", err);
-        err = ftrabit_rebuild_loop(st, *world, &shrinking);
+        err = ftrabit_rebuild_loop(st, &shrinking);
         if (MPI_SUCCESS == err) {
-            ftrabit_finish_recovery(st, world, shrinking, start);
+            err = ftrabit_finish_recovery(st, world, shrinking, start);
         }
     } else if (MPI_SUCCESS == err) {
-        *world = st->comm;
+        err = ftrabit_state_hand_out(st, world);
     }
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);

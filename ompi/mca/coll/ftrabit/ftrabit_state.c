@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftrabit.h"
 #include "ftrabit_internal.h"
 
 ftrabit_settings_t ftrabit_settings = {
     .policy = FTRABIT_RECOVER_RESPAWN,
     .local_replicas = 2,
     .result_replicas = 0,
+    .result_pool_mib = -1,
     .recovery_timeout = 60,
     .recovery_fallback = FTRABIT_RECOVER_ABORT,
     .test_kill_in_recovery = -1,
@@ -20,6 +22,37 @@ ftrabit_settings_t ftrabit_settings = {
 };
 
 static int ftrabit_keyval = MPI_KEYVAL_INVALID;
+static ftrabit_state_t *ftrabit_states; /* every state of this process */
+
+ftrabit_state_t *ftrabit_state_first(void)
+{
+    return ftrabit_states;
+}
+
+/* The communicator looked up last and its state: FTR_* calls on one communicator in a row
+ * skip the attribute lookup (a hash table under a lock: about a third of what the FTR_*
+ * layer adds to an 8-byte allreduce). */
+static MPI_Comm ftrabit_last_comm = MPI_COMM_NULL;
+static ftrabit_state_t *ftrabit_last_state;
+
+/* The attribute's delete callback: the application freed its handle (or recovery freed the
+ * one it replaced). The state and its own communicator stay, for the final agreement; the
+ * lookup shortcut forgets the handle, so one that a later communicator reuses never finds a
+ * stale state. */
+static int ftrabit_app_comm_deleted(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    ftrabit_state_t *st = attr;
+    (void) keyval;
+    (void) extra;
+    if (comm == ftrabit_last_comm) {
+        ftrabit_last_comm = MPI_COMM_NULL;
+        ftrabit_last_state = NULL;
+    }
+    if (NULL != st && st->app_comm == comm) {
+        st->app_comm = MPI_COMM_NULL;
+    }
+    return MPI_SUCCESS;
+}
 
 ftrabit_state_t *ftrabit_state_of(MPI_Comm comm)
 {
@@ -29,19 +62,34 @@ ftrabit_state_t *ftrabit_state_of(MPI_Comm comm)
     if (MPI_KEYVAL_INVALID == ftrabit_keyval || MPI_COMM_NULL == comm) {
         return NULL;
     }
+    if (comm == ftrabit_last_comm) {
+        return ftrabit_last_state;
+    }
     MPI_Comm_get_attr(comm, ftrabit_keyval, &st, &found);
-    return found ? st : NULL;
+    if (!found) {
+        return NULL;
+    }
+    ftrabit_last_comm = comm;
+    ftrabit_last_state = st;
+    return st;
 }
 
-void ftrabit_state_attach(ftrabit_state_t *st, MPI_Comm comm)
+int ftrabit_state_hand_out(ftrabit_state_t *st, MPI_Comm *app)
 {
     if (MPI_KEYVAL_INVALID == ftrabit_keyval) {
         /* No copy function: a dup of an FTR communicator is a plain communicator. */
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &ftrabit_keyval,
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ftrabit_app_comm_deleted, &ftrabit_keyval,
                                NULL);
     }
-    st->comm = comm;
-    MPI_Comm_set_attr(comm, ftrabit_keyval, st);
+    int err = MPI_Comm_dup(st->comm, app);
+    if (MPI_SUCCESS != err) {
+        *app = MPI_COMM_NULL;
+        return err;
+    }
+    MPI_Comm_set_errhandler(*app, MPI_ERRORS_RETURN);
+    MPI_Comm_set_attr(*app, ftrabit_keyval, st);
+    st->app_comm = *app;
+    return MPI_SUCCESS;
 }
 
 ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
@@ -50,12 +98,18 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
     if (NULL == st) {
         return NULL;
     }
+    st->comm = comm;
+    st->app_comm = MPI_COMM_NULL;
     st->orig_rank = orig_rank;
     st->orig_size = orig_size;
     ftrabit_cache_init(&st->results);
+    if (ftrabit_settings.result_pool_mib >= 0) {
+        ftrabit_cache_set_pool_limit(&st->results, (size_t) ftrabit_settings.result_pool_mib << 20);
+    }
     ftrabit_bootstrap_init(&st->bootstrap);
     st->restart_version = 0;
-    ftrabit_state_attach(st, comm);
+    st->next = ftrabit_states;
+    ftrabit_states = st;
     return st;
 }
 
@@ -74,6 +128,40 @@ void ftrabit_state_free(ftrabit_state_t *st)
     }
     free(st->replicas);
     free(st);
+}
+
+int FTR_Cache_memory(MPI_Comm comm, size_t *results, size_t *result_bytes, size_t *held_bytes)
+{
+    ftrabit_state_t *st = ftrabit_state_of(comm);
+    ftrabit_cache_memory_t m;
+    if (NULL == st || NULL == results || NULL == result_bytes || NULL == held_bytes) {
+        return NULL == st ? MPI_ERR_COMM : MPI_ERR_ARG;
+    }
+    ftrabit_cache_memory(&st->results, &m);
+    *results = m.results;
+    *result_bytes = m.result_bytes;
+    *held_bytes = m.held_bytes;
+    return MPI_SUCCESS;
+}
+
+void ftrabit_state_release_all(void)
+{
+    while (NULL != ftrabit_states) {
+        ftrabit_state_t *st = ftrabit_states;
+        ftrabit_states = st->next;
+        if (MPI_COMM_NULL != st->app_comm) {
+            /* Not &st->app_comm: the delete callback clears it while MPI_Comm_free runs. */
+            MPI_Comm app = st->app_comm;
+            MPI_Comm_free(&app);
+        }
+        if (MPI_COMM_NULL != st->comm) {
+            MPI_Comm_free(&st->comm);
+        }
+        ftrabit_state_free(st);
+    }
+    if (MPI_KEYVAL_INVALID != ftrabit_keyval) {
+        MPI_Comm_free_keyval(&ftrabit_keyval);
+    }
 }
 
 /* An int-valued control variable, or `fallback` when coll/ftrabit is not loaded. */
@@ -105,6 +193,7 @@ void ftrabit_read_settings(void)
     s->policy = ftrabit_read_int_cvar("coll_ftrabit_recovery", s->policy);
     s->local_replicas = ftrabit_read_int_cvar("coll_ftrabit_local_replicas", s->local_replicas);
     s->result_replicas = ftrabit_read_int_cvar("coll_ftrabit_result_replicas", s->result_replicas);
+    s->result_pool_mib = ftrabit_read_int_cvar("coll_ftrabit_result_pool_mib", s->result_pool_mib);
     s->recovery_timeout = ftrabit_read_int_cvar("coll_ftrabit_recovery_timeout",
                                                 s->recovery_timeout);
     s->recovery_fallback = ftrabit_read_int_cvar("coll_ftrabit_recovery_fallback",
