@@ -164,6 +164,10 @@ typedef enum {
  * data follows. The answer ob1 gives as an ACK without a receive request. Never inside an
  * EAGER. */
 #define PML_DR2_HDR_FLAG_REVOKED 0x10
+/* MATCH, RNDV, FRAG: the payload carries no checksum (data_crc 0): the sender's checksum
+ * policy for the path it came on said none (pml_dr2_checksum_on_btl). The receiver does
+ * not check it, whatever its own policy: the sender's decides, per path. */
+#define PML_DR2_HDR_FLAG_NO_DATA_CRC 0x20
 
 /* MATCH and RNDV. */
 typedef struct {

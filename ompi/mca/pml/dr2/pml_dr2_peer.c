@@ -28,6 +28,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->wdog_completed_seen = 0;
     peer->wdog_since_us = 0;
     peer->wdog_expired = false;
+    peer->tx_crc = true;
     peer->tx_next_id = 0;
     pml_dr2_id_guard_clear(&peer->tx_id_guard);
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
@@ -90,6 +91,19 @@ void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* The checksum policy of the path to the peer: decided once, from the BTL that reaches it
+ * (pml_dr2_checksum_on_btl). */
+static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
+{
+    const char *btl = peer->bml_endpoint->btl_eager.bml_btls[0]
+                          .btl->btl_component->btl_version.mca_component_name;
+
+    peer->tx_crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum, btl);
+    DR2_VERBOSE(10, "pml:dr2: peer %s over btl %s: payload checksum %s",
+                OMPI_NAME_PRINT(&peer->proc->super.proc_name), btl,
+                peer->tx_crc ? "crc32c" : "none");
+}
+
 mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
 {
     mca_pml_dr2_peer_t *peer = NULL;
@@ -115,6 +129,7 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
     OBJ_RETAIN(proc);
     peer->proc = proc;
     peer->bml_endpoint = ep;
+    peer_choose_checksum(peer);
     opal_list_append(&mca_pml_dr2.peers, &peer->super);
     (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
                                             peer);
