@@ -426,8 +426,12 @@ done
 echo "== pml/dr2 (timeout ${timeout_s}s each)"
 DR2=(--mca pml dr2)
 DR2_TCP=(--mca pml dr2 --mca btl tcp,self)
-FAULTS1=(--mca pml_dr2_inject_drop 0.01 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01)
-FAULTS5=(--mca pml_dr2_inject_drop 0.05 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01)
+# Injected corruption is only repaired where payloads are checksummed: pml_dr2_checksum
+# auto (the default) leaves them unchecked on sm and self, so fault runs force crc32c.
+FAULTS1=(--mca pml_dr2_inject_drop 0.01 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01
+         --mca pml_dr2_checksum crc32c)
+FAULTS5=(--mca pml_dr2_inject_drop 0.05 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01
+         --mca pml_dr2_checksum crc32c)
 for np in 2 3 4; do mpi dr2/p2p "$np" pass test/mpi/dr2_p2p "${DR2[@]}"; done
 mpi dr2/p2p-tcp 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 mpi dr2/p2p-faults5 3 pass test/mpi/dr2_p2p "${DR2[@]}" "${FAULTS5[@]}"
@@ -451,6 +455,29 @@ mpi dr2/eager-limit-set-sm-64k 2 pass test/mpi/dr2_eager "${DR2[@]}" --mca pml_d
 mpi dr2/eager-limit-set-tcp-8k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" --mca pml_dr2_eager_limit 8192 \
     -- 16384 rendezvous
 mpi dr2/p2p-checksum-none 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_checksum none
+mpi dr2/p2p-checksum-crc32c 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_checksum crc32c
+# The checksum policy per BTL (pml_dr2_checksum), as each process reports it for each peer
+# (verbose 10): auto checksums payloads on tcp, not on sm or self; crc32c everywhere;
+# none nowhere. dr2_p2p passes under each.
+dr2_checksum_policy() { # POLICY BTLS EXPECTED-LINE...
+    local policy=$1 btls=$2 rc timed_out log=$logs/dr2-checksum-$1-$2-run.log
+    shift 2
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" --mca pml dr2 --mca btl "$btls" \
+        --mca pml_dr2_checksum "$policy" --mca pml_dr2_verbose 10 -np 2 "$build/test/mpi/dr2_p2p"
+    grep -a "payload checksum" "$log"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && grep -aq "^mpitest .*: np 2: PASS" "$log" || return 1
+    for line in "$@"; do
+        # each of the 2 processes, for its peer and for itself
+        [ "$(grep -ac "over btl $line" "$log")" = 2 ] || { echo "not twice: over btl $line"; return 1; }
+    done
+}
+check dr2/checksum-auto-sm dr2_checksum_policy auto sm,self "sm: payload checksum none" \
+    "self: payload checksum none"
+check dr2/checksum-auto-tcp dr2_checksum_policy auto tcp,self "tcp: payload checksum crc32c" \
+    "self: payload checksum none"
+check dr2/checksum-crc32c-sm dr2_checksum_policy crc32c sm,self "sm: payload checksum crc32c" \
+    "self: payload checksum crc32c"
+check dr2/checksum-none-tcp dr2_checksum_policy none tcp,self "tcp: payload checksum none"
 # every CRC32C implementation gives the same wire checksum (auto may be vpclmul here)
 mpi dr2/p2p-crc32c-sse42 2 pass test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_crc32c_impl sse42
 mpi dr2/p2p-crc32c-portable 2 pass test/mpi/dr2_p2p "${DR2[@]}" \
@@ -461,8 +488,9 @@ mpi dr2/p2p-crc32c-portable 2 pass test/mpi/dr2_p2p "${DR2[@]}" \
 # sends messages of up to 16 MiB both ways) and never more than one per 4096 fragments.
 dr2_copy_way() { # WAY
     local way=$1 rc timed_out log=$logs/dr2-copy-$1-run.log
+    # the ways of copying a checksummed payload: checksums forced on sm
     run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" --mca pml_dr2_copy "$way" \
-        --mca pml_dr2_verbose 2 -np 2 "$build/test/mpi/dr2_p2p"
+        --mca pml_dr2_checksum crc32c --mca pml_dr2_verbose 2 -np 2 "$build/test/mpi/dr2_p2p"
     cat "$log"
     [ "$timed_out" = 0 ] || { echo "HANG after ${timeout_s}s"; return 1; }
     [ "$rc" = 0 ] && grep -aq "^mpitest .*: np 2: PASS" "$log" || return 1

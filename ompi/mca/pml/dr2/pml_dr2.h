@@ -38,6 +38,7 @@
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 
+#include "pml_dr2_crc.h"
 #include "pml_dr2_hdr.h"
 #include "pml_dr2_path.h"
 
@@ -82,8 +83,9 @@ BEGIN_C_DECLS
 #define MCA_PML_DR2_MAX_DEFERRED_ACKS 16
 
 enum {
-    MCA_PML_DR2_CHECKSUM_NONE = 0,
-    MCA_PML_DR2_CHECKSUM_CRC32C = 1,
+    MCA_PML_DR2_CHECKSUM_NONE = PML_DR2_CHECKSUM_NONE,
+    MCA_PML_DR2_CHECKSUM_CRC32C = PML_DR2_CHECKSUM_CRC32C,
+    MCA_PML_DR2_CHECKSUM_AUTO = PML_DR2_CHECKSUM_AUTO,
 };
 
 /* Counters of everything that goes wrong or gets repaired, exported as MPI_T pvars. */

@@ -377,8 +377,8 @@ static place_result_t place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset,
                                     const unsigned char *payload, const pml_dr2_hdr_t *hdr)
 {
     /* EAGER: checked with its header by the codec already */
-    bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum
-                 && !pml_dr2_hdr_payload_checked(hdr);
+    bool check = !pml_dr2_hdr_payload_checked(hdr)
+                 && 0 == (hdr->flags & PML_DR2_HDR_FLAG_NO_DATA_CRC);
 
     if (0 == hdr->frag_len) {
         return intact_if(!check || 0 == hdr->data_crc);
@@ -528,7 +528,7 @@ static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *
         mca_pml_dr2_rxmsg_release(msg);
         return false;
     }
-    if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum) {
+    if (hdr->flags & PML_DR2_HDR_FLAG_NO_DATA_CRC) {
         memcpy(copy, payload, hdr->frag_len);
     } else if (pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, copy, payload, hdr->frag_len)
                != hdr->data_crc) {

@@ -268,7 +268,7 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     uint32_t flen = frag_payload_len(v, ctx->index);
     uint64_t off = v->offset + (uint64_t) ctx->index * msg->frag_len;
     unsigned char *payload = buf + PML_DR2_HDR_MAX_LEN;
-    bool crc = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+    bool crc = msg->peer->tx_crc;
     pml_dr2_hdr_t hdr;
 
     memset(&hdr, 0, sizeof(hdr));
@@ -290,6 +290,9 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     }
     hdr.frag_len = flen;
     hdr.data_crc = 0;
+    if (!crc) {
+        hdr.flags |= PML_DR2_HDR_FLAG_NO_DATA_CRC;
+    }
     if (flen > 0) {
         if (crc) {
             hdr.data_crc = copy_payload_with_crc(msg->peer, payload, msg->contig + off, flen);
@@ -310,11 +313,12 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
 
 /* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
  * over header and payload, and the first ACK we owe the peer inside the header. Not with
- * pml_dr2_checksum=none: EAGER's checksum always covers the payload. */
+ * a path without payload checksums (pml_dr2_checksum): EAGER's checksum always covers the
+ * payload. */
 static inline bool is_eager_message(const mca_pml_dr2_txmsg_t *msg)
 {
     return !msg->rndv && msg->msg_len <= msg->frag_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
-           && 0 == msg->match_flags && MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+           && 0 == msg->match_flags && msg->peer->tx_crc;
 }
 
 static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned index)
@@ -806,7 +810,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     int rc, path;
 
     /* txmsg_send_single's and is_eager_message's conditions, for this message */
-    if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum || len > frag_len
+    if (!peer->tx_crc || len > frag_len
         || !peer_takes_single_now(peer)) {
         return false;
     }
