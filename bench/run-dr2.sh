@@ -13,8 +13,9 @@
 #   sm    --mca btl sm,self: ob1 (default, CMA single copy for large messages); ob1
 #         copy-in/out (--mca smsc ^cma,knem,xpmem: no single-copy component, so sm copies
 #         through its shared segment as dr2 does: the fair baseline for a checksumming
-#         PML); dr2 with CRC32C (default); dr2 with --mca pml_dr2_checksum none
-#   tcp   --mca btl tcp,self (loopback): ob1, dr2 crc32c, dr2 none
+#         PML); dr2 with CRC32C forced (--mca pml_dr2_checksum crc32c); dr2 by default
+#         (pml_dr2_checksum auto: no payload checksum on sm); dr2 with checksum none
+#   tcp   --mca btl tcp,self (loopback): ob1, dr2 crc32c (the default there), dr2 none
 #   frag  dr2 crc32c on sm, pml_dr2_frag_size FRAGS; btl/sm's largest send (32 KiB by
 #         default, which caps dr2's fragments) is raised to fit the fragment and its header
 #   loss  dr2 crc32c on sm with pml_dr2_inject_drop DROPS (segments dropped between dr2
@@ -256,7 +257,8 @@ bw_min=16384
 if has_part sm; then
     add_config sm-ob1 8 "ob1" --mca pml ob1 "${SM[@]}"
     add_config sm-ob1-cico 8 "ob1 copy-in/out" --mca pml ob1 "${SM[@]}" "${CICO[@]}"
-    add_config sm-dr2-crc 8 "dr2 crc32c" --mca pml dr2 "${SM[@]}"
+    add_config sm-dr2-crc 8 "dr2 crc32c" --mca pml dr2 "${SM[@]}" --mca pml_dr2_checksum crc32c
+    add_config sm-dr2-auto 8 "dr2 default (auto: no checksum on sm)" --mca pml dr2 "${SM[@]}"
     add_config sm-dr2-none 8 "dr2 no checksum" --mca pml dr2 "${SM[@]}" --mca pml_dr2_checksum none
 fi
 if has_part tcp; then
@@ -268,6 +270,7 @@ if has_part frag; then
     for f in $FRAGS; do
         btl_max=$((f + dr2_hdr_room > sm_max_send ? f + dr2_hdr_room : sm_max_send))
         add_config "$(frag_tag "$f")" $bw_min "frag $((f / 1024)) KiB" --mca pml dr2 "${SM[@]}" \
+            --mca pml_dr2_checksum crc32c \
             --mca pml_dr2_frag_size "$f" --mca btl_sm_max_send_size "$btl_max"
     done
     # the reference line of the plot
@@ -275,7 +278,8 @@ if has_part frag; then
 fi
 if has_part loss; then
     for d in $DROPS; do
-        add_config "$(drop_tag "$d")" $bw_min "drop $d" --mca pml dr2 "${SM[@]}" --mca pml_dr2_inject_drop "$d"
+        add_config "$(drop_tag "$d")" $bw_min "drop $d" --mca pml dr2 "${SM[@]}" --mca pml_dr2_inject_drop "$d" \
+            --mca pml_dr2_checksum crc32c
     done
 fi
 ((${#configs[@]})) || die "PARTS='$PARTS' names no part (sm tcp frag loss)"

@@ -303,8 +303,29 @@ static void header_payload_equals_two_steps(void)
     pml_dr2_crc32c_select(PML_DR2_CRC32C_AUTO);
 }
 
+/* pml_dr2_checksum per BTL: auto checksums payloads where a wire or bus is crossed. */
+static void checksum_policy_per_btl(void)
+{
+    CHECK(!pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "sm"));
+    CHECK(!pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "self"));
+    CHECK(!pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "vader"));
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "tcp"));
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "ofi"));
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "usnic"));
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "smcuda")); /* crosses PCIe */
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, "sm2")); /* not one we know */
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, NULL));
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_CRC32C, "sm"));
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_CRC32C, "self"));
+    CHECK(pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_CRC32C, "tcp"));
+    CHECK(!pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_NONE, "tcp"));
+    CHECK(!pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_NONE, "ofi"));
+    CHECK(!pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_NONE, "sm"));
+}
+
 int main(void)
 {
+    RUN(checksum_policy_per_btl);
     RUN(auto_selection_is_available);
     RUN(header_payload_equals_two_steps);
     RUN(known_vectors);

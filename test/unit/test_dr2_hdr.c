@@ -419,6 +419,13 @@ static void each_malformed_field_has_its_status(void)
     CHECK(decode_mutated(&ack, 1, 0x80, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_MATCHED, 1, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_FLAGS);
+    /* NO_DATA_CRC (a path without payload checksums) belongs to the data headers */
+    CHECK(decode_mutated(&match, 1, PML_DR2_HDR_FLAG_NO_DATA_CRC, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_OK);
+    CHECK(decode_mutated(&frag, 1, PML_DR2_HDR_FLAG_NO_DATA_CRC, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_OK);
+    CHECK(decode_mutated(&ack, 1, PML_DR2_HDR_FLAG_NO_DATA_CRC, 1, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
     /* REVOKED (a rendezvous dropped unmatched) is an ACK's flag only */
     CHECK(decode_mutated(&ack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_OK);
     CHECK(decode_mutated(&nack, 1, PML_DR2_HDR_FLAG_REVOKED, 1, 1, MAX_PAYLOAD)

@@ -537,6 +537,98 @@ static void expand_id_recovers_ids_near_the_next(void)
     }
 }
 
+/* ---- the sender's id guard (ids of rendezvous waiting for their go-ahead) ---------- */
+
+typedef struct {
+    pml_dr2_id_guard_t guard;
+    uint32_t next;
+    const uint32_t *held;
+    int nheld;
+} id_sender_t;
+
+/* As the sender (vfrag.c): rebuild from every id in use. */
+static void id_rebuild(id_sender_t *s)
+{
+    pml_dr2_id_guard_clear(&s->guard);
+    for (int i = 0; i < s->nheld; i++) {
+        pml_dr2_id_guard_consider(&s->guard, s->next, s->held[i]);
+    }
+}
+
+/* Give out one id and advance past the held ones, as vfrag.c's id_advance. */
+static uint32_t id_give(id_sender_t *s)
+{
+    uint32_t id = s->next;
+
+    if (pml_dr2_id_guard_due(++s->next)) {
+        id_rebuild(s);
+    }
+    while (pml_dr2_id_guard_hits(&s->guard, s->next)) {
+        s->next++;
+        id_rebuild(s);
+    }
+    return id;
+}
+
+static int is_held(const id_sender_t *s, uint32_t id)
+{
+    for (int i = 0; i < s->nheld; i++) {
+        if (s->held[i] == id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Run the sender from `start` (the first id of a block, where a running sender rebuilds
+ * its guard) for `n` ids: none given out is held, every other id is given out once, in
+ * order, across block edges and 2^32. */
+static void id_run(uint32_t start, uint32_t n, const uint32_t *held, int nheld)
+{
+    id_sender_t s = {.next = start, .held = held, .nheld = nheld};
+    uint32_t expect = start, skipped = 0;
+
+    CHECK(pml_dr2_id_guard_due(start));
+    id_rebuild(&s);
+    while (pml_dr2_id_guard_hits(&s.guard, s.next)) { /* as after the id before start */
+        s.next++;
+        id_rebuild(&s);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = id_give(&s);
+        while (is_held(&s, expect)) {
+            expect++;
+            skipped++;
+        }
+        CHECK(!is_held(&s, id));
+        CHECK(id == expect);
+        if (id != expect) {
+            return;
+        }
+        expect++;
+    }
+    CHECK(skipped == (uint32_t) nheld); /* each held id lies in the range run */
+}
+
+static void id_guard_skips_held_ids(void)
+{
+    /* two waiting rendezvous a block apart, and two side by side */
+    static const uint32_t held[] = {1000000, 1000001, 1000005, 1000000 + 3 * PML_DR2_ID_BLOCK};
+    id_run((1000000 - 100000) & ~(PML_DR2_ID_BLOCK - 1), 500000, held, 4);
+}
+
+static void id_guard_skips_across_the_wrap(void)
+{
+    /* held ids on both sides of 2^32 and on block edges: the first and the last of a block */
+    static const uint32_t held[] = {UINT32_MAX, 0, 5, PML_DR2_ID_BLOCK - 1, PML_DR2_ID_BLOCK};
+    id_run((UINT32_MAX - 200000) & ~(PML_DR2_ID_BLOCK - 1), 400000, held, 5);
+}
+
+static void id_guard_nothing_held(void)
+{
+    id_run(3 * PML_DR2_ID_BLOCK, 200000, NULL, 0);
+}
+
 int main(void)
 {
     RUN(init_rejects_bad_sizes);
@@ -553,5 +645,8 @@ int main(void)
     RUN(ackmask_1);
     RUN(ackmask_63);
     RUN(ackmask_64);
+    RUN(id_guard_skips_held_ids);
+    RUN(id_guard_skips_across_the_wrap);
+    RUN(id_guard_nothing_held);
     UNIT_EXIT();
 }

@@ -144,18 +144,13 @@ static void error_handler(struct mca_btl_base_module_t *btl, int32_t flags, opal
                 NULL == errproc ? "an unknown peer" : OMPI_NAME_PRINT(&errproc->proc_name),
                 NULL == btlinfo ? "" : btlinfo);
     if (NULL != errproc) {
-        /* one path of the peer: the others carry on (failover), unless it was the last */
-        mca_pml_dr2_peer_t *peer = NULL;
-        bool survives;
+        /* one path of a peer that has several: taken out from progress, where the others
+         * carry on (failover); the last one going makes the peer unreachable there */
+        bool path_of_several;
         mca_pml_dr2_enter();
-        survives = mca_pml_dr2_path_btl_error((ompi_proc_t *) errproc, btl)
-                   && OPAL_SUCCESS
-                          == opal_hash_table_get_value_uint64(&mca_pml_dr2.peer_by_proc,
-                                                              (uint64_t) (uintptr_t) errproc,
-                                                              (void **) &peer)
-                   && mca_pml_dr2_paths_up(peer) > 0;
+        path_of_several = mca_pml_dr2_path_btl_error((ompi_proc_t *) errproc, btl);
         mca_pml_dr2_leave();
-        if (survives) {
+        if (path_of_several) {
             return;
         }
     }
@@ -349,13 +344,16 @@ int mca_pml_dr2_progress(void)
     mca_pml_dr2.progress_pass++;
     /* The common cases, nothing to do or only timers that are not due for a clock reading
      * (see below), cost a few loads and no lock. */
-    if (0 == mca_pml_dr2.peers_with_work && !failures_pending
+    if (0 == mca_pml_dr2.peers_with_work && !failures_pending && !mca_pml_dr2.path_errors_pending
         && (0 == mca_pml_dr2.timers_armed
             || (NULL == mca_pml_dr2.arm_list
                 && 0 != (mca_pml_dr2.progress_pass & (MCA_PML_DR2_CLOCK_PASSES - 1))))) {
         return 0;
     }
     mca_pml_dr2_enter();
+    if (mca_pml_dr2.path_errors_pending && 1 == mca_pml_dr2.depth) {
+        mca_pml_dr2_paths_handle_errors(); /* may make a peer unreachable: before failures */
+    }
     if (failures_pending && 1 == mca_pml_dr2.depth) {
         handle_failures();
     }

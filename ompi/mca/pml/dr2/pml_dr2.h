@@ -38,6 +38,7 @@
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 
+#include "pml_dr2_crc.h"
 #include "pml_dr2_hdr.h"
 #include "pml_dr2_path.h"
 
@@ -82,8 +83,9 @@ BEGIN_C_DECLS
 #define MCA_PML_DR2_MAX_DEFERRED_ACKS 16
 
 enum {
-    MCA_PML_DR2_CHECKSUM_NONE = 0,
-    MCA_PML_DR2_CHECKSUM_CRC32C = 1,
+    MCA_PML_DR2_CHECKSUM_NONE = PML_DR2_CHECKSUM_NONE,
+    MCA_PML_DR2_CHECKSUM_CRC32C = PML_DR2_CHECKSUM_CRC32C,
+    MCA_PML_DR2_CHECKSUM_AUTO = PML_DR2_CHECKSUM_AUTO,
 };
 
 /* Counters of everything that goes wrong or gets repaired, exported as MPI_T pvars. */
@@ -193,6 +195,7 @@ typedef struct mca_pml_dr2_t {
     volatile bool closed;
     mca_pml_dr2_counters_t counters;
     mca_pml_dr2_path_counters_t path_counters;
+    volatile bool path_errors_pending; /* a path's BTL reported an error (btl_error) */
 } mca_pml_dr2_t;
 
 extern mca_pml_dr2_t mca_pml_dr2;

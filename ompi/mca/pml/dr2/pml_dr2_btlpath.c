@@ -26,6 +26,7 @@ static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *b
     path->wdog_completed_seen = 0;
     path->wdog_since_us = 0;
     path->wdog_expired = false;
+    path->btl_error = false;
 }
 
 void mca_pml_dr2_paths_init(mca_pml_dr2_peer_t *peer)
@@ -141,13 +142,42 @@ bool mca_pml_dr2_path_btl_error(struct ompi_proc_t *proc, struct mca_btl_base_mo
                                             (void **) &peer)) {
         return false;
     }
+    if (peer->npaths < 2) {
+        return false;
+    }
     for (int i = 0; i < peer->npaths; i++) {
         if (peer->paths[i].bml_btl->btl == btl) {
-            mca_pml_dr2_path_down(peer, i, "the BTL reports an error");
+            peer->paths[i].btl_error = true;
+            mca_pml_dr2.path_errors_pending = true;
             return true;
         }
     }
     return false;
+}
+
+void mca_pml_dr2_path_unreachable(mca_pml_dr2_peer_t *peer, int index)
+{
+    if (peer->npaths < 2) {
+        mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+        return;
+    }
+    peer->paths[index].btl_error = true;
+    mca_pml_dr2.path_errors_pending = true;
+}
+
+void mca_pml_dr2_paths_handle_errors(void)
+{
+    mca_pml_dr2_peer_t *peer;
+
+    mca_pml_dr2.path_errors_pending = false;
+    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
+        for (int i = 0; i < peer->npaths; i++) {
+            if (peer->paths[i].btl_error) {
+                peer->paths[i].btl_error = false;
+                mca_pml_dr2_path_down(peer, i, "the BTL reports an error");
+            }
+        }
+    }
 }
 
 /* A probe (PROBE) or its answer (PROBE_REPLY) on path `path`. */

@@ -47,6 +47,8 @@ typedef struct mca_pml_dr2_path_t {
     bool wdog_expired; /* the BTL completed nothing for pml_dr2_local_timeout_us while holding
                         * some of ours: the path's ACK timers no longer wait for local
                         * completion */
+    bool btl_error;    /* its BTL reported an error, to be handled from progress
+                        * (mca_pml_dr2_paths_handle_errors) */
 } mca_pml_dr2_path_t;
 
 /* Set up the peer's paths from its BML endpoint (at most PML_DR2_PATH_MAX). */
@@ -72,9 +74,19 @@ int mca_pml_dr2_paths_up(const struct mca_pml_dr2_peer_t *peer);
  * the peer is declared unreachable. */
 void mca_pml_dr2_path_down(struct mca_pml_dr2_peer_t *peer, int index, const char *why);
 
-/* A BTL reported an error for `proc`: take the path of that BTL out. True if a path was
- * found for it (the peer may still have others). */
+/* A BTL reported an error for `proc`, whose peer has several paths: the path of that BTL
+ * is taken out from the next progress call (mca_pml_dr2_paths_handle_errors), not from
+ * inside the BTL's callback, which may run inside a send of ours half-way through the
+ * peer's vfrags. False if the peer has one path or none is of that BTL (the caller
+ * handles the error as a peer's). */
 bool mca_pml_dr2_path_btl_error(struct ompi_proc_t *proc, struct mca_btl_base_module_t *btl);
+
+/* A send on path `index` failed with "unreachable": the peer is, if that is its only
+ * path; otherwise the path is taken out from the next progress call, as after a BTL error. */
+void mca_pml_dr2_path_unreachable(struct mca_pml_dr2_peer_t *peer, int index);
+
+/* Take out the paths whose BTL reported an error (progress, outermost dr2 frame). */
+void mca_pml_dr2_paths_handle_errors(void);
 
 /* Send the probes that are due on the peer's down paths; the earliest next probe goes into
  * *next. Returns probes sent. */

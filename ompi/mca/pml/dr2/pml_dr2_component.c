@@ -55,6 +55,7 @@ static bool initialized = false;
 static const mca_base_var_enum_value_t checksum_values[] = {
     {MCA_PML_DR2_CHECKSUM_NONE, "none"},
     {MCA_PML_DR2_CHECKSUM_CRC32C, "crc32c"},
+    {MCA_PML_DR2_CHECKSUM_AUTO, "auto"},
     {0, NULL},
 };
 
@@ -168,12 +169,15 @@ static int dr2_register(void)
         "sm, 64 KiB on tcp: a rendezvous costs a round trip, long on tcp). At most 1 MiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->eager_limit);
 
-    m->checksum = MCA_PML_DR2_CHECKSUM_CRC32C;
+    m->checksum = MCA_PML_DR2_CHECKSUM_AUTO;
     reg_enum("checksum",
-             "Payload checksum: crc32c (every fragment's payload is checked while it is copied; a "
-             "corrupt fragment is NACKed and resent) or none (for comparison: payload corruption "
-             "goes undetected). Headers are always checked, whatever this says. Must be the same "
-             "on every process",
+             "Payload checksum, decided per BTL when a peer is set up: auto (the default: "
+             "CRC32C on every BTL that crosses a wire or a bus, such as tcp or ofi; none on sm "
+             "and self, where no wire is crossed, as Linux skips the TCP checksum on "
+             "loopback), crc32c (on every BTL: each fragment's payload is checked while it is "
+             "copied, a corrupt one is NACKed and resent) or none (nowhere: payload corruption "
+             "goes undetected). The sender's choice travels in each header, so processes may "
+             "differ. Headers are always checked, whatever this says",
              checksum_values, OPAL_INFO_LVL_5, &m->checksum);
 
     m->crc32c_impl = PML_DR2_CRC32C_AUTO;
@@ -384,9 +388,10 @@ static int dr2_open(void)
                       "Use at most 1048576 bytes: receivers buffer unexpected eager messages, "
                       "and refuse larger ones as malformed.");
     }
-    if (m->checksum != MCA_PML_DR2_CHECKSUM_NONE && m->checksum != MCA_PML_DR2_CHECKSUM_CRC32C) {
+    if (m->checksum != MCA_PML_DR2_CHECKSUM_NONE && m->checksum != MCA_PML_DR2_CHECKSUM_CRC32C
+        && m->checksum != MCA_PML_DR2_CHECKSUM_AUTO) {
         snprintf(value, sizeof(value), "%d", m->checksum);
-        return refuse("pml_dr2_checksum", value, "Use crc32c or none.");
+        return refuse("pml_dr2_checksum", value, "Use auto, crc32c or none.");
     }
     if (m->copy_way != PML_DR2_COPY_AUTO && m->copy_way != PML_DR2_COPY_FUSED
         && m->copy_way != PML_DR2_COPY_SEPARATE) {
@@ -521,6 +526,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     m->sending_des = NULL;
     m->sending_des_completed = false;
     m->closed = false;
+    m->path_errors_pending = false;
     /* with a retry limit the keepalive (pml_dr2_keepalive.h) is a timer that never ends */
     m->timers_armed = m->retry_limit > 0 ? 1 : 0;
     m->next_keepalive_us = 0;
@@ -532,7 +538,9 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     DR2_VERBOSE(1,
                 "pml:dr2: selected; frag_size %zu, eager_limit %zu (0: per BTL), checksum %s (%s)",
                 m->frag_size, m->eager_limit,
-                MCA_PML_DR2_CHECKSUM_CRC32C == m->checksum ? "crc32c" : "none",
+                MCA_PML_DR2_CHECKSUM_AUTO == m->checksum
+                    ? "auto"
+                    : (MCA_PML_DR2_CHECKSUM_CRC32C == m->checksum ? "crc32c" : "none"),
                 pml_dr2_crc32c_impl_name(pml_dr2_crc32c_selected()));
     return &m->super;
 }

@@ -888,3 +888,22 @@ uint32_t pml_dr2_crc32c_header_payload(const void *hdr, size_t hdr_len, void *ds
 {
     return ~crc32c_ops.header_payload(hdr, hdr_len, dst, src, len);
 }
+
+int pml_dr2_checksum_on_btl(pml_dr2_checksum_policy_t policy, const char *btl)
+{
+    /* BTLs whose segments never leave the node's memory ("vader": sm's name before 5.0) */
+    static const char *const in_memory[] = {"sm", "self", "vader"};
+
+    if (PML_DR2_CHECKSUM_AUTO != policy) {
+        return PML_DR2_CHECKSUM_CRC32C == policy;
+    }
+    if (NULL == btl) {
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(in_memory) / sizeof(in_memory[0]); i++) {
+        if (0 == strcmp(btl, in_memory[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}

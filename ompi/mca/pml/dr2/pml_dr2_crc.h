@@ -61,6 +61,20 @@ uint32_t pml_dr2_crc32c_header(const void *buf, size_t len);
 uint32_t pml_dr2_crc32c_header_payload(const void *hdr, size_t hdr_len, void *dst,
                                        const void *src, size_t len);
 
+/* pml_dr2_checksum: whether payloads get a CRC32C. */
+typedef enum {
+    PML_DR2_CHECKSUM_NONE = 0,   /* nowhere */
+    PML_DR2_CHECKSUM_CRC32C = 1, /* on every path */
+    PML_DR2_CHECKSUM_AUTO = 2,   /* where a wire or a bus is crossed (the default) */
+} pml_dr2_checksum_policy_t;
+
+/* Does a path over the BTL component named `btl` ("tcp", "sm", ...) checksum payloads
+ * under `policy`? AUTO: yes on every BTL that crosses a wire or a bus (tcp, ofi, and any
+ * BTL not known to stay inside the node), no on sm (shared memory) and self (the same
+ * process), where nothing crosses a wire -- as Linux skips the TCP checksum on loopback.
+ * Headers are always checksummed, whatever this says. */
+int pml_dr2_checksum_on_btl(pml_dr2_checksum_policy_t policy, const char *btl);
+
 /* Use implementation `impl` from now on. Returns 0, or -1 (and changes nothing) if this
  * CPU or build cannot run it. Not thread safe: call it only while no other thread
  * computes a CRC (component open, tests). The AUTO choice is made at load time. */

@@ -67,7 +67,7 @@ typedef struct {
     uint8_t flags; /* flags the type may carry */
 } hdr_type_info_t;
 
-#define DATA_FLAGS (PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)
+#define DATA_FLAGS (PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW | PML_DR2_HDR_FLAG_NO_DATA_CRC)
 
 static const hdr_type_info_t type_info[] = {
     [PML_DR2_HDR_MATCH] = {PML_DR2_HDR_MATCH_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_SYNC},

@@ -169,6 +169,10 @@ typedef enum {
  * flagged PROBE_REPLY on the path it arrived on. Either flag comes alone. */
 #define PML_DR2_HDR_FLAG_PROBE 0x20
 #define PML_DR2_HDR_FLAG_PROBE_REPLY 0x40
+/* MATCH, RNDV, FRAG: the payload carries no checksum (data_crc 0): the sender's checksum
+ * policy for the path it came on said none (pml_dr2_checksum_on_btl). The receiver does
+ * not check it, whatever its own policy: the sender's decides, per path. */
+#define PML_DR2_HDR_FLAG_NO_DATA_CRC 0x80
 
 /* MATCH and RNDV. */
 typedef struct {

@@ -12,7 +12,9 @@
 #include "pml_dr2_peer.h"
 #include "pml_dr2_recvreq.h"
 
-/* Mark the peers a posted receive of `comm` may be waiting for. */
+/* Mark the peers a posted receive of `comm` names. A receive from any source names none:
+ * it waits for whoever sends first, not for a given peer (probing every silent process of
+ * the communicator would declare failed those that compute for a while). */
 static void mark_awaited_in(ompi_communicator_t *comm)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
@@ -20,15 +22,6 @@ static void mark_awaited_in(ompi_communicator_t *comm)
 
     OPAL_LIST_FOREACH (req, &dcomm->posted, mca_pml_dr2_recv_request_t) {
         int src = req->req_recv.req_base.req_peer;
-        if (OMPI_ANY_SOURCE == src) {
-            for (int r = 0; r < dcomm->nprocs; r++) {
-                mca_pml_dr2_peer_t *peer = mca_pml_dr2_comm_peer(comm, r);
-                if (NULL != peer) {
-                    peer->ka_awaited = true;
-                }
-            }
-            return; /* every peer of the communicator is marked */
-        }
         if (src >= 0 && src < dcomm->nprocs) {
             mca_pml_dr2_peer_t *peer = mca_pml_dr2_comm_peer(comm, src);
             if (NULL != peer) {

@@ -5,8 +5,8 @@
  * (pml_dr2_retry_limit). A process that only waits, a receive posted or a rendezvous'
  * data expected from the peer and nothing of its own in flight to it, would never learn:
  * after a silent cut of every network between them it would wait for ever. So, when
- * pml_dr2_retry_limit is set: a peer that is awaited (a posted receive names it or any
- * source of a communicator it is in, or a message from it is being received), to which
+ * pml_dr2_retry_limit is set: a peer that is awaited (a posted receive names it, or a
+ * message from it is being received; a receive from any source names no peer), to which
  * nothing of ours is in flight, and from which nothing arrived for one ACK timeout, is sent
  * a probe (pml_dr2_btlpath.h) on a live path, then again at the doubling intervals of a
  * vfrag's timer. Anything that arrives from it ends the probing. When as many probes as

@@ -27,7 +27,9 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->rx_path = 0;
     peer->eager_limit_min = 0;
     peer->max_send_min = 0;
+    peer->tx_crc = true;
     peer->tx_next_id = 0;
+    pml_dr2_id_guard_clear(&peer->tx_id_guard);
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_blocked, opal_list_t);
     OBJ_CONSTRUCT(&peer->tx_await_match, opal_list_t);
@@ -88,6 +90,24 @@ void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* The checksum policy of the path to the peer: decided once, from the BTL that reaches it
+ * (pml_dr2_checksum_on_btl). */
+/* The checksum policy is decided per BTL (pml_dr2_checksum_on_btl), but a fragment may be
+ * resent on any of the peer's paths: if any path crosses a wire or a bus, every payload to
+ * that peer carries a CRC. (BML gives a peer only the BTLs of its highest exclusivity, so
+ * in practice its paths are all of one kind: sm, or tcp on several networks.) */
+static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
+{
+    peer->tx_crc = false;
+    for (int i = 0; i < peer->npaths; i++) {
+        const char *btl = peer->paths[i].bml_btl->btl->btl_component->btl_version.mca_component_name;
+        bool crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum, btl);
+        DR2_VERBOSE(10, "pml:dr2: peer %s path %d over btl %s: payload checksum %s",
+                    OMPI_NAME_PRINT(&peer->proc->super.proc_name), i, btl, crc ? "crc32c" : "none");
+        peer->tx_crc = peer->tx_crc || crc;
+    }
+}
+
 mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
 {
     mca_pml_dr2_peer_t *peer = NULL;
@@ -114,6 +134,7 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
     peer->proc = proc;
     peer->bml_endpoint = ep;
     mca_pml_dr2_paths_init(peer);
+    peer_choose_checksum(peer);
     opal_list_append(&mca_pml_dr2.peers, &peer->super);
     (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
                                             peer);

@@ -45,7 +45,9 @@ typedef struct mca_pml_dr2_peer_t {
     size_t max_send_min;   /* the same for the largest send */
 
     /* ---- sending ---- */
+    bool tx_crc;               /* payloads we send it carry a CRC32C (pml_dr2_checksum_on_btl) */
     uint32_t tx_next_id;       /* next vfrag id */
+    pml_dr2_id_guard_t tx_id_guard; /* ids of tx_await_match ahead (pml_dr2_window.h) */
     opal_list_t tx_unacked;    /* mca_pml_dr2_vfrag_t not fully acknowledged, by id */
     size_t tx_pending;         /* vfrags in tx_unacked with fragments waiting to be sent */
     opal_list_t tx_blocked;    /* mca_pml_dr2_txmsg_t waiting for window space */

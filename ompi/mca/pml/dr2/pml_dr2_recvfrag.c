@@ -89,11 +89,55 @@ static void rxmsg_index(mca_pml_dr2_rxmsg_t *msg);
  * complete under our feet (the message would be freed while still in use). */
 static mca_pml_dr2_rxmsg_t *delivering = NULL;
 
+/* Forget the records of the message's vfrags still being received: nothing more of it
+ * will be placed. Left behind, a record would outlive its id, and 2^32 vfrags later the
+ * peer's vfrag with the same id would be rejected as contradicting it, for ever. */
+static void forget_vfrag_records(mca_pml_dr2_rxmsg_t *msg)
+{
+    opal_hash_table_t *records = &msg->peer->rx_vfrags;
+
+    /* a removal may move other entries of the (open-addressing) table: scan again after
+     * each; a message has at most a few vfrags being received */
+    for (;;) {
+        mca_pml_dr2_rx_vfrag_t *found = NULL;
+        uint32_t key;
+        void *value, *node;
+        int rc = opal_hash_table_get_first_key_uint32(records, &key, &value, &node);
+        while (OPAL_SUCCESS == rc && NULL == found) {
+            if (((mca_pml_dr2_rx_vfrag_t *) value)->msg_id == msg->msg_id) {
+                found = value;
+            } else {
+                rc = opal_hash_table_get_next_key_uint32(records, &key, &value, node, &node);
+            }
+        }
+        if (NULL == found) {
+            return;
+        }
+        opal_hash_table_remove_value_uint32(records, key);
+        free(found);
+    }
+}
+
+/* All of the message is in: no fragment of it can come any more that the window would
+ * not recognise as a duplicate, so it need not be found by id. An unexpected message can
+ * wait for its receive for any time, during which its id comes round again (2^32 vfrags
+ * later) and must find nothing. */
+static inline void rxmsg_unindex_if_complete(mca_pml_dr2_rxmsg_t *msg)
+{
+    if (msg->in_hash && msg->bytes_received == msg->msg_len) {
+        opal_hash_table_remove_value_uint32(&msg->peer->rx_msgs, msg->msg_id);
+        msg->in_hash = false;
+    }
+}
+
 void mca_pml_dr2_rxmsg_release(mca_pml_dr2_rxmsg_t *msg)
 {
     if (msg->in_hash) {
         opal_hash_table_remove_value_uint32(&msg->peer->rx_msgs, msg->msg_id);
         msg->in_hash = false;
+    }
+    if (OPAL_UNLIKELY(msg->bytes_received < msg->msg_len)) {
+        forget_vfrag_records(msg);
     }
     free(msg->buf);
     msg->buf = NULL;
@@ -148,8 +192,10 @@ void mca_pml_dr2_rxmsg_try_complete(mca_pml_dr2_rxmsg_t *msg)
         return;
     }
     if (NULL != msg->buf) {
-        /* an unexpected eager message: its data was checked on arrival */
-        (void) mca_pml_dr2_recv_request_unpack(req, 0, msg->buf, (uint32_t) msg->msg_len, false, 0);
+        /* an unexpected eager message, or a non-contiguous receive's staging copy of a
+         * message of any size (its buffer was allocated, so msg_len fits a size_t): its
+         * data was checked on arrival */
+        (void) mca_pml_dr2_recv_request_unpack(req, 0, msg->buf, (size_t) msg->msg_len, false, 0);
     }
     req->msg = NULL;
     msg->req = NULL;
@@ -331,8 +377,8 @@ static place_result_t place_payload(mca_pml_dr2_rxmsg_t *msg, uint64_t offset,
                                     const unsigned char *payload, const pml_dr2_hdr_t *hdr)
 {
     /* EAGER: checked with its header by the codec already */
-    bool check = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum
-                 && !pml_dr2_hdr_payload_checked(hdr);
+    bool check = !pml_dr2_hdr_payload_checked(hdr)
+                 && 0 == (hdr->flags & PML_DR2_HDR_FLAG_NO_DATA_CRC);
 
     if (0 == hdr->frag_len) {
         return intact_if(!check || 0 == hdr->data_crc);
@@ -426,6 +472,7 @@ static void deliver_fragment(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *msg,
         return;
     }
     msg->bytes_received += hdr->frag_len;
+    rxmsg_unindex_if_complete(msg);
     pml_dr2_rx_frag_intact(&peer->rx_window, rv, d, hdr->flags, &out);
     if (out.vfrag_complete && NULL != rv) {
         opal_hash_table_remove_value_uint32(&peer->rx_vfrags, d->vfrag);
@@ -481,7 +528,7 @@ static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *
         mca_pml_dr2_rxmsg_release(msg);
         return false;
     }
-    if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum) {
+    if (hdr->flags & PML_DR2_HDR_FLAG_NO_DATA_CRC) {
         memcpy(copy, payload, hdr->frag_len);
     } else if (pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, copy, payload, hdr->frag_len)
                != hdr->data_crc) {

@@ -197,7 +197,7 @@ void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
 }
 
 bool mca_pml_dr2_recv_request_unpack(mca_pml_dr2_recv_request_t *req, uint64_t offset,
-                                     const unsigned char *data, uint32_t len, bool check,
+                                     const unsigned char *data, size_t len, bool check,
                                      uint32_t crc)
 {
     opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;

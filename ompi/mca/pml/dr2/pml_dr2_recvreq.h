@@ -47,7 +47,7 @@ void mca_pml_dr2_recv_request_matched(mca_pml_dr2_recv_request_t *req,
  * checking them against `crc` on the way when `check`. Returns true if they are intact
  * (the bytes beyond the buffer's capacity are checked but not stored). */
 bool mca_pml_dr2_recv_request_unpack(mca_pml_dr2_recv_request_t *req, uint64_t offset,
-                                     const unsigned char *data, uint32_t len, bool check,
+                                     const unsigned char *data, size_t len, bool check,
                                      uint32_t crc);
 
 /* A whole small message's payload, already checked, into the bound request's buffer (as

@@ -268,7 +268,7 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     uint32_t flen = frag_payload_len(v, ctx->index);
     uint64_t off = v->offset + (uint64_t) ctx->index * msg->frag_len;
     unsigned char *payload = buf + PML_DR2_HDR_MAX_LEN;
-    bool crc = MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+    bool crc = msg->peer->tx_crc;
     pml_dr2_hdr_t hdr;
 
     memset(&hdr, 0, sizeof(hdr));
@@ -290,6 +290,9 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
     }
     hdr.frag_len = flen;
     hdr.data_crc = 0;
+    if (!crc) {
+        hdr.flags |= PML_DR2_HDR_FLAG_NO_DATA_CRC;
+    }
     if (flen > 0) {
         if (crc) {
             hdr.data_crc = copy_payload_with_crc(msg->peer, payload, msg->contig + off, flen);
@@ -310,11 +313,12 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
 
 /* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
  * over header and payload, and the first ACK we owe the peer inside the header. Not with
- * pml_dr2_checksum=none: EAGER's checksum always covers the payload. */
+ * a path without payload checksums (pml_dr2_checksum): EAGER's checksum always covers the
+ * payload. */
 static inline bool is_eager_message(const mca_pml_dr2_txmsg_t *msg)
 {
     return !msg->rndv && msg->msg_len <= msg->frag_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
-           && 0 == msg->match_flags && MCA_PML_DR2_CHECKSUM_CRC32C == mca_pml_dr2.checksum;
+           && 0 == msg->match_flags && msg->peer->tx_crc;
 }
 
 static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned index)
@@ -456,6 +460,30 @@ static inline mca_pml_dr2_vfrag_t *vfrag_get(void)
     return (mca_pml_dr2_vfrag_t *) opal_free_list_get_st(&mca_pml_dr2.vfrags);
 }
 
+/* Rebuild the peer's id guard for tx_next_id from the ids rendezvous waiting for their
+ * go-ahead go by (pml_dr2_id_guard_t). */
+static void id_guard_rebuild(mca_pml_dr2_peer_t *peer)
+{
+    mca_pml_dr2_txmsg_t *msg;
+
+    pml_dr2_id_guard_clear(&peer->tx_id_guard);
+    OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
+        pml_dr2_id_guard_consider(&peer->tx_id_guard, peer->tx_next_id, msg->msg_id);
+    }
+}
+
+/* The id after the one just given out, skipping those still in use after 2^32 ids. */
+static inline void id_advance(mca_pml_dr2_peer_t *peer)
+{
+    if (OPAL_UNLIKELY(pml_dr2_id_guard_due(++peer->tx_next_id))) {
+        id_guard_rebuild(peer);
+    }
+    while (OPAL_UNLIKELY(pml_dr2_id_guard_hits(&peer->tx_id_guard, peer->tx_next_id))) {
+        peer->tx_next_id++;
+        id_guard_rebuild(peer);
+    }
+}
+
 /* v becomes the message's next vfrag, with the peer's next id, in flight (indexed, timed)
  * on path `path` but not yet counted as pending: the caller either sends it at once or
  * counts it (vfrag_create). */
@@ -469,7 +497,8 @@ static void vfrag_start(mca_pml_dr2_vfrag_t *v, mca_pml_dr2_txmsg_t *msg, uint8_
         n = 1; /* an empty message still has its MATCH */
     }
     v->msg = msg;
-    v->id = peer->tx_next_id++;
+    v->id = peer->tx_next_id;
+    id_advance(peer);
     v->kind = kind;
     v->nfrags = (uint8_t) n;
     v->offset = offset;
@@ -703,7 +732,7 @@ static void vfrag_first_send_done(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t 
     }
     vfrag_count_pending(peer);
     if (OMPI_ERR_UNREACH == rc) {
-        mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+        mca_pml_dr2_path_unreachable(peer, v->path);
     }
 }
 
@@ -781,7 +810,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     int rc, path;
 
     /* txmsg_send_single's and is_eager_message's conditions, for this message */
-    if (MCA_PML_DR2_CHECKSUM_CRC32C != mca_pml_dr2.checksum || len > frag_len
+    if (!peer->tx_crc || len > frag_len
         || !peer_takes_single_now(peer)) {
         return false;
     }
@@ -956,7 +985,7 @@ static bool vfrag_push(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
         rc = send_fragment(peer, v, (unsigned) index, flags);
         if (OMPI_SUCCESS != rc) {
             if (OMPI_ERR_UNREACH == rc) {
-                mca_pml_dr2_peer_unreachable(peer->proc, "the BTL reports it unreachable");
+                mca_pml_dr2_path_unreachable(peer, v->path);
             }
             return false; /* the BTL is full: the rest goes from progress */
         }
@@ -1150,7 +1179,10 @@ static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
     fake.id = msg->msg_id;
     fake.kind = PML_DR2_HDR_RNDV;
     fake.nfrags = 1;
-    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer, 0);
+    /* each resend on the next path: one silently dead, not known to be (nothing else of
+     * ours crossed it since), must not leave the RNDV unanswered until the retry limit */
+    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer,
+                                                (int) (msg->match_retries % msg->peer->npaths));
     if (OMPI_SUCCESS
         == send_fragment(msg->peer, &fake, 0,
                          PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)) {

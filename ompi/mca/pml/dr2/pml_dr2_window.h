@@ -87,4 +87,49 @@ static inline uint32_t pml_dr2_window_expand_id(const pml_dr2_window_t *win, uin
     return ahead < span / 2 ? next + ahead : next + ahead - span;
 }
 
+/* ---- ids a sender must not give out again --------------------------------------------
+ * A rendezvous waiting for its go-ahead goes by the id of its RNDV's vfrag on both sides for
+ * as long as it waits (the receiver keeps the unmatched message under it, the sender finds
+ * it by it when MATCHED comes), which can be longer than the sender takes to give out 2^32
+ * newer ids: a new vfrag with that id would then be taken for it. So the sender skips such
+ * ids. It looks for them once per block of PML_DR2_ID_BLOCK ids, from the block's first id
+ * on, and keeps the nearest ahead in a guard: a message that starts waiting later in the
+ * block has an id behind the next one, which cannot come round within the block. The cost
+ * per id given out is two comparisons. */
+#define PML_DR2_ID_BLOCK 65536u
+
+typedef struct {
+    uint32_t held; /* the nearest id ahead, within the block, that is in use */
+    int any;       /* held is valid */
+} pml_dr2_id_guard_t;
+
+/* Is `next` the first id of a block (the guard is then rebuilt from the ids in use)? */
+static inline int pml_dr2_id_guard_due(uint32_t next)
+{
+    return 0 == (next & (PML_DR2_ID_BLOCK - 1));
+}
+
+/* Rebuilding the guard for `next`: start empty, then consider each id in use. */
+static inline void pml_dr2_id_guard_clear(pml_dr2_id_guard_t *g)
+{
+    g->any = 0;
+}
+
+static inline void pml_dr2_id_guard_consider(pml_dr2_id_guard_t *g, uint32_t next, uint32_t id)
+{
+    uint32_t left = PML_DR2_ID_BLOCK - (next & (PML_DR2_ID_BLOCK - 1)); /* next .. block end */
+    uint32_t ahead = id - next;
+
+    if (ahead < left && (!g->any || ahead < g->held - next)) {
+        g->held = id;
+        g->any = 1;
+    }
+}
+
+/* Must `next` be skipped (and the guard rebuilt for the id after it)? */
+static inline int pml_dr2_id_guard_hits(const pml_dr2_id_guard_t *g, uint32_t next)
+{
+    return g->any && g->held == next;
+}
+
 #endif /* PML_DR2_WINDOW_H */
