@@ -990,7 +990,7 @@ in_cluster mpi cluster/dr2-p2p-2-hosts 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}" \
 in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 # coll/ftrabit recovers a rank killed on h1 (ranks 2 and 3 live there); the replacement is
 # spawned wherever PRRTE maps it. Not here yet: a second recovery across hosts (e.g. kills
-# "2:7 5:12") never ends today (docs/cluster.md, "Found with the cluster"). This one can
+# "2:7 5:12") does not end (docs/cluster.md, "Found with the cluster"). This one can
 # fail too, rarely, on the same PRRTE defect: mpirun dies of SIGSEGV after logging the
 # line-1048 PMIX_ERROR of connect_release (3 of 31 runs with patch 0002, 0 of 29 without).
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
