@@ -886,6 +886,13 @@ dr2_paths_job() {
         if [ "$mode" = heal ] && wait_for_line "$log" "phase failed-over" "$job"; then
             cluster_heal h1 && touch "$ctl/healed"
         fi
+        if [ "$mode" = cut ] && wait_for_line "$log" "^dr2_paths: rank 0: PASS: cut" "$job" \
+               && wait_for_line "$log" "^dr2_paths: rank 1: PASS: cut" "$job"; then
+            # Both verdicts are out: the network comes back, so that MPI_Finalize can end
+            # (btl/tcp's goodbye on the cut connection, below; seen: 1 hang in 4 runs after
+            # the link went down).
+            cluster_heal h1 && cluster_link_up h1 neta
+        fi
         if [ "$mode" = both ] && wait_for_line "$log" "rank 0: .*both networks cut" "$job" \
                && wait_for_line "$log" "rank 1: .*both networks cut" "$job"; then
             # Both verdicts are out: heal, so that MPI_Finalize can end. btl/tcp says goodbye
@@ -988,12 +995,18 @@ in_cluster mpi cluster/allreduce-3-hosts 6 pass test/mpi/coll_allreduce "${FT[@]
 in_cluster mpi cluster/dr2-p2p-2-hosts 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}" \
     --host "$(cluster_hosts_arg 1 2)"
 in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
-# coll/ftrabit recovers a rank killed on h1 (ranks 2 and 3 live there); the replacement is
-# spawned wherever PRRTE maps it. Not here yet: a second recovery across hosts (e.g. kills
-# "2:7 5:12") does not end (docs/cluster.md, "Found with the cluster"). This one can
-# fail too, rarely, on the same PRRTE defect: mpirun dies of SIGSEGV after logging the
-# line-1048 PMIX_ERROR of connect_release (3 of 31 runs with patch 0002, 0 of 29 without).
-in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
+# coll/ftrabit recovers a rank killed on h1 (ranks 2 and 3 live there) under the shrink
+# policy. Not in CI: respawn across hosts. MPI_Comm_spawn's connect across nodes misreads
+# its release in the bundled PRRTE (connect_release, pmix_server_dyn.c:1048/1079) and
+# corrupts mpirun's heap now and then: one respawn across hosts crashed mpirun in 3 of 31
+# runs, a second recovery (kills "2:7 5:12") never ended (docs/node-loss.md,
+# docs/cluster.md "Found with the cluster"). OMPIRES_CLUSTER_RESPAWN=1 runs it.
+in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1-shrink 6 "3:7" --mca coll_ftrabit_recovery shrink
+if [ "${OMPIRES_CLUSTER_RESPAWN:-0}" = 1 ]; then
+    in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
+elif selected cluster/kill-rank-on-h1-respawn; then
+    skip cluster/kill-rank-on-h1-respawn "MPI_Comm_spawn across hosts crashes mpirun now and then (PRRTE 3.0 connect_release; docs/node-loss.md); OMPIRES_CLUSTER_RESPAWN=1 runs it"
+fi
 in_cluster check cluster/dr2-paths-striped dr2_paths_striped
 in_cluster check cluster/dr2-paths-one-network-cut dr2_paths_one_network_cut
 in_cluster check cluster/dr2-paths-link-down dr2_paths_link_down
