@@ -41,6 +41,8 @@ typedef struct {
     bool uniform;                  /* agree on each collective's outcome */
     int local_replicas;
     int result_replicas;
+    int spares;                    /* warm spare processes started with the job */
+    int test_kill_spare;           /* world rank of a spare that dies while waiting, or -1 */
 
     /* Counters exported as MPI_T performance variables. */
     unsigned long allreduce_calls;

@@ -97,6 +97,9 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
     if (MPI_COMM_NULL != parent) {
         return ftrabit_join_as_replacement(parent, world);
     }
+    if (ftrabit_settings.spares > 0) {
+        return ftrabit_spares_init(world); /* in a spare: once it replaces a dead rank */
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     err = MPI_Comm_dup(MPI_COMM_WORLD, world);
@@ -119,6 +122,7 @@ int FTR_Finalize(void)
         free(ftrabit_program_argv);
         ftrabit_program_argv = NULL;
     }
+    ftrabit_spares_release();
     return MPI_Finalize();
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftrabit.h"
 #include "ftrabit_internal.h"
 
 ftrabit_settings_t ftrabit_settings = {
@@ -16,10 +17,23 @@ ftrabit_settings_t ftrabit_settings = {
     .recovery_fallback = FTRABIT_RECOVER_ABORT,
     .test_kill_in_recovery = -1,
     .test_kill_in_catch_up = -1,
+    .spares = 0,
+    .test_kill_spare = -1,
     .verbose = 0,
 };
 
 static int ftrabit_keyval = MPI_KEYVAL_INVALID;
+
+int ftrabit_origin = FTR_ORIGIN_ORIGINAL;
+
+int FTR_Origin(int *origin)
+{
+    if (NULL == origin) {
+        return MPI_ERR_ARG;
+    }
+    *origin = ftrabit_origin;
+    return MPI_SUCCESS;
+}
 
 ftrabit_state_t *ftrabit_state_of(MPI_Comm comm)
 {
@@ -113,6 +127,8 @@ void ftrabit_read_settings(void)
                                                      s->test_kill_in_recovery);
     s->test_kill_in_catch_up = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_catch_up",
                                                      s->test_kill_in_catch_up);
+    s->spares = ftrabit_read_int_cvar("coll_ftrabit_spares", s->spares);
+    s->test_kill_spare = ftrabit_read_int_cvar("coll_ftrabit_test_kill_spare", s->test_kill_spare);
     s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
     MPI_T_finalize();
     if (FTRABIT_RECOVER_SHRINK == s->policy) {
