@@ -133,7 +133,7 @@ ompi_info_lists_ftrabit() {
           "$OMPI_PREFIX/bin/ompi_info" --param coll ftrabit --level 9) || return 1
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
-             bcast_pipeline_min_bytes bcast_segment_bytes; do
+             bcast_pipeline_min_bytes bcast_segment_bytes spares; do
         grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
     done
 }
@@ -521,7 +521,8 @@ check install/ompi_info-lists-dr2 ompi_info_lists_dr2
 man_pages_installed() {
     local mandir=$build/stage/share/man f page out
     for f in ftrabit FTR_Init FTR_Finalize FTR_Allreduce FTR_Bcast FTR_Allreduce_bootstrap \
-             FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Version FTR_Comm_recover; do
+             FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Version FTR_Comm_recover \
+             FTR_Origin; do
         page=$(man -M "$mandir" -w 3 "$f") || { echo "man 3 $f: not installed"; return 1; }
         echo "$f: $page"
         out=$(MANWIDTH=80 man --warnings=w -M "$mandir" 3 "$f" 2>&1 >/dev/null)
