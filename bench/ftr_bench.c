@@ -6,7 +6,11 @@
  *   TRIALS            timed trials per size and variant; medians are reported (default 7)
  *   TRIAL_SECONDS     about how long one trial should take (default 0.06)
  *   CHECKPOINT_EVERY  FTR_Checkpoint after this many FTR calls, outside the timed
- *                     loop (default 0: after every trial)
+ *                     loop (default 0: after every trial). Before the trials of each
+ *                     size, one untimed interval of that many calls: the first interval
+ *                     with a new size fills the result pool (its pages fault in once);
+ *                     the trials measure the steady state an application sees from its
+ *                     second checkpoint interval on.
  *
  * In one job, on the communicator FTR_Init returns, it times the same in-place operation
  * on the same buffer two ways:
@@ -24,9 +28,13 @@
  * this measurement.
  *
  * Rank 0 prints comment lines starting with '#', then one line per size:
- *   BYTES MPI_USEC FTR_USEC RATIO RATIO_MIN RATIO_MAX
+ *   BYTES MPI_USEC FTR_USEC RATIO RATIO_MIN RATIO_MAX RATIO_PAIRED KEPT HELD_KEPT HELD_BETWEEN
  * per trial the slowest rank's mean time per call; per variant the median over trials;
- * RATIO = FTR_USEC / MPI_USEC; RATIO_MIN/MAX over the trials' paired ratios.
+ * RATIO = FTR_USEC / MPI_USEC; RATIO_MIN/MAX/PAIRED: lowest, highest and median of the
+ * trials' paired ratios. Memory (FTR_Cache_memory, the largest over the ranks, during the
+ * trials of this size): KEPT, the results held right before a checkpoint; HELD_KEPT, the
+ * bytes held then (results, pool, index); HELD_BETWEEN, the bytes held right after a
+ * checkpoint, until the next interval's results reuse them.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -56,6 +64,21 @@ static MPI_Comm world;
 static double *buf;
 static long since_checkpoint, checkpoint_every;
 
+/* What the cache held at the checkpoints of the current size (largest seen). */
+static unsigned long mem_kept, mem_held_kept, mem_held_between;
+
+static void sample_memory(int before_checkpoint)
+{
+    size_t results, bytes, held;
+    CHECK(FTR_Cache_memory(world, &results, &bytes, &held));
+    if (before_checkpoint) {
+        mem_kept = results > mem_kept ? results : mem_kept;
+        mem_held_kept = held > mem_held_kept ? held : mem_held_kept;
+    } else {
+        mem_held_between = held > mem_held_between ? held : mem_held_between;
+    }
+}
+
 static void run_once(int ftr, int n)
 {
     if (ftr) {
@@ -78,7 +101,9 @@ static void maybe_checkpoint(int force)
     static long model;
     if (since_checkpoint > 0 && (force || (checkpoint_every > 0 && since_checkpoint >= checkpoint_every))) {
         model++;
+        sample_memory(1);
         CHECK(FTR_Checkpoint(&world, &model, sizeof(model), &model, sizeof(model)));
+        sample_memory(0);
         since_checkpoint = 0;
     }
 }
@@ -193,16 +218,26 @@ int main(int argc, char **argv)
     }
     if (0 == rank) {
         printf("# ftr_bench %s: %d ranks, MPI_DOUBLE%s, in place, %d paired trials of ~%.3f s, "
-               "checkpoint %s\n",
-               argv[1], size, is_bcast ? " from root 0" : " MPI_SUM", trials, trial_sec,
-               checkpoint_every ? "every CHECKPOINT_EVERY FTR calls" : "after every trial");
-        printf("# bytes mpi_usec ftr_usec ratio ratio_min ratio_max\n");
+               "checkpoint ",
+               argv[1], size, is_bcast ? " from root 0" : " MPI_SUM", trials, trial_sec);
+        if (checkpoint_every) {
+            printf("every %ld FTR calls\n", checkpoint_every);
+        } else {
+            printf("after every trial\n");
+        }
+        printf("# bytes mpi_usec ftr_usec ratio ratio_min ratio_max ratio_paired kept "
+               "held_kept_bytes held_between_bytes\n");
         fflush(stdout);
     }
     for (size_t count = 1; count <= max_count; count *= 2) {
         int n = (int) count;
         verify(n, rank, size);
         long iters = calibrate(n, trial_sec);
+        for (long i = 0; i < checkpoint_every; i++) { /* the first interval: untimed */
+            run_once(1, n);
+        }
+        maybe_checkpoint(1);
+        mem_kept = mem_held_kept = mem_held_between = 0;
         for (int t = 0; t < trials; t++) {
             if (t % 2) {
                 t_ftr[t] = time_batch(1, n, iters);
@@ -213,6 +248,9 @@ int main(int argc, char **argv)
             }
             ratio[t] = t_ftr[t] / t_mpi[t];
         }
+        maybe_checkpoint(1); /* so that every size reports a checkpoint's memory */
+        unsigned long mem[3] = {mem_kept, mem_held_kept, mem_held_between}, mem_max[3];
+        CHECK(MPI_Allreduce(mem, mem_max, 3, MPI_UNSIGNED_LONG, MPI_MAX, MPI_COMM_WORLD));
         if (0 == rank) {
             double lo = ratio[0], hi = ratio[0];
             for (int t = 1; t < trials; t++) {
@@ -220,8 +258,9 @@ int main(int argc, char **argv)
                 if (ratio[t] > hi) hi = ratio[t];
             }
             double m = median(t_mpi, trials), f = median(t_ftr, trials);
-            printf("%zu %.3f %.3f %.4f %.4f %.4f\n", count * sizeof(double), 1e6 * m, 1e6 * f,
-                   f / m, lo, hi);
+            printf("%zu %.3f %.3f %.4f %.4f %.4f %.4f %lu %lu %lu\n", count * sizeof(double),
+                   1e6 * m, 1e6 * f, f / m, lo, hi, median(ratio, trials), mem_max[0],
+                   mem_max[1], mem_max[2]);
             fflush(stdout);
         }
     }

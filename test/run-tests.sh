@@ -151,6 +151,7 @@ invalid_segment_size_is_refused() {
 echo "== unit tests"
 unit test_schedule
 unit test_ftrabit_cache
+unit test_ftrabit_pool
 unit test_ftrabit_bootstrap
 unit test_ftrabit_recovery
 unit test_ftrabit_spare_plan
@@ -377,6 +378,16 @@ check ft/spares/wait-costs-no-cpu spare_waits_without_cpu
 check ft/spares/refused-without-room spares_refused_without_room
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
+# Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked
+# exactly, kept on the right ranks, replayed to a replacement; steady state holds the same
+# memory at every checkpoint.
+mpi ft/results/memory 4 pass test/mpi/ft_results --with-ft ulfm -- --memory 0
+mpi ft/results/memory-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --memory 2
+mpi ft/results/kill-rank1 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:6
+mpi ft/results/kill-rank0-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --kill 0:6
+mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:9
 mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
 mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
     -- mismatch

@@ -41,6 +41,7 @@ typedef struct {
     bool uniform;                  /* agree on each collective's outcome */
     int local_replicas;
     int result_replicas;
+    int result_pool_mib;           /* idle result buffers kept for reuse; -1: no bound */
     int spares;                    /* warm spare processes started with the job */
     int test_kill_spare;           /* world rank of a spare that dies while waiting, or -1 */
 

@@ -13,6 +13,7 @@ ftrabit_settings_t ftrabit_settings = {
     .policy = FTRABIT_RECOVER_RESPAWN,
     .local_replicas = 2,
     .result_replicas = 0,
+    .result_pool_mib = -1,
     .recovery_timeout = 60,
     .recovery_fallback = FTRABIT_RECOVER_ABORT,
     .test_kill_in_recovery = -1,
@@ -67,6 +68,9 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
     st->orig_rank = orig_rank;
     st->orig_size = orig_size;
     ftrabit_cache_init(&st->results);
+    if (ftrabit_settings.result_pool_mib >= 0) {
+        ftrabit_cache_set_pool_limit(&st->results, (size_t) ftrabit_settings.result_pool_mib << 20);
+    }
     ftrabit_bootstrap_init(&st->bootstrap);
     st->restart_version = 0;
     ftrabit_state_attach(st, comm);
@@ -88,6 +92,20 @@ void ftrabit_state_free(ftrabit_state_t *st)
     }
     free(st->replicas);
     free(st);
+}
+
+int FTR_Cache_memory(MPI_Comm comm, size_t *results, size_t *result_bytes, size_t *held_bytes)
+{
+    ftrabit_state_t *st = ftrabit_state_of(comm);
+    ftrabit_cache_memory_t m;
+    if (NULL == st || NULL == results || NULL == result_bytes || NULL == held_bytes) {
+        return NULL == st ? MPI_ERR_COMM : MPI_ERR_ARG;
+    }
+    ftrabit_cache_memory(&st->results, &m);
+    *results = m.results;
+    *result_bytes = m.result_bytes;
+    *held_bytes = m.held_bytes;
+    return MPI_SUCCESS;
 }
 
 /* An int-valued control variable, or `fallback` when coll/ftrabit is not loaded. */
@@ -119,6 +137,7 @@ void ftrabit_read_settings(void)
     s->policy = ftrabit_read_int_cvar("coll_ftrabit_recovery", s->policy);
     s->local_replicas = ftrabit_read_int_cvar("coll_ftrabit_local_replicas", s->local_replicas);
     s->result_replicas = ftrabit_read_int_cvar("coll_ftrabit_result_replicas", s->result_replicas);
+    s->result_pool_mib = ftrabit_read_int_cvar("coll_ftrabit_result_pool_mib", s->result_pool_mib);
     s->recovery_timeout = ftrabit_read_int_cvar("coll_ftrabit_recovery_timeout",
                                                 s->recovery_timeout);
     s->recovery_fallback = ftrabit_read_int_cvar("coll_ftrabit_recovery_fallback",
