@@ -390,6 +390,17 @@ How to read this (the numbers are from this small, shared, oversubscribed machin
 - Respawn gives the bit-identical answer of the failure-free run in every repetition
   (5/5 in every row), and so does fail-all (it restarts from the same model).
 EOF
+        if [[ " $METHODS " == *" spares "* ]]; then
+            cat <<'EOF'
+- **spares** start no process: ftrabit's part is the standby round (revoke, shrink and
+  split of the standby communicator, one agreement) and the catch-up, milliseconds to tens
+  of milliseconds. What remains is the spare's own work as a replacement (generating its
+  points, replaying the iterations since the checkpoint), the same as a respawned
+  replacement's; here it runs on 2 cores beside the survivors, which poll inside MPI while
+  they wait for it (NP ranks and the other spare on 2 cores). With one rank per core, as on a
+  cluster, nobody would compete with it.
+EOF
+        fi
     } >>"$md"
 fi
 

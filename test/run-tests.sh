@@ -270,11 +270,12 @@ ft_takeovers() {
 # ft_spares LABEL APP SPARES KILLS TAKEOVERS RESPAWNS [mpirun options...]: ftr_kmeans on APP
 # ranks plus SPARES warm spares; exactly TAKEOVERS spares and RESPAWNS spawned processes
 # must have replaced dead ranks (a waiting spare costs nothing, so spares go first).
-ft_spares() {
-    local label=$1 app=$2 spares=$3 kills=$4
-    ft_expect="$5 spare(s), $6 respawned"
-    shift 6
-    ft_run ftr_kmeans "spares/$label" "$((app + spares))" "$kills" \
+ft_spares() { ft_spares_run ftr_kmeans "$@"; }
+ft_spares_run() {
+    local prog=$1 label=$2 app=$3 spares=$4 kills=$5
+    ft_expect="$6 spare(s), $7 respawned"
+    shift 7
+    ft_run "$prog" "spares/$label" "$((app + spares))" "$kills" \
         --mca coll_ftrabit_spares "$spares" "$@"
     ft_expect=
 }
@@ -381,6 +382,8 @@ ft_spares spare-dies-unused 4 2 "" 0 0 --mca coll_ftrabit_test_kill_spare 5
 ft_spares kill-during-recovery 4 2 "1:7" 2 0 --mca coll_ftrabit_test_kill_in_recovery 2
 ft_spares kill-during-catch-up 4 2 "1:7" 2 0 --mca coll_ftrabit_test_kill_in_catch_up 2
 ft_spares kill-during-catch-up-last-spare 4 1 "1:7" 1 1 --mca coll_ftrabit_test_kill_in_catch_up 2
+# An application that recovers with plain ULFM calls and FTR_Comm_recover.
+ft_spares_run ulfm_allreduce plain-ulfm-kill-rank0-and-two-more 5 2 "0:3 3:9 4:9" 2 1
 check ft/spares/wait-costs-no-cpu spare_waits_without_cpu
 check ft/spares/refused-without-room spares_refused_without_room
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
