@@ -108,6 +108,7 @@ typedef struct {
     MPI_Comm filled;   /* survivors and the spares that took dead ranks, in rank order */
     int unfilled;      /* dead ranks no spare took: to respawn */
     int taken;         /* spares that took dead ranks */
+    double started;    /* MPI_Wtime when this process entered the round */
 } ftrabit_spares_round_t;
 /* FTR_Init with coll_ftrabit_spares > 0: in an application process, *world is its
  * communicator; a spare returns only once it took a dead rank's place (*world is then the

@@ -603,7 +603,7 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
  * rest of the rebuild, the catch-up, further rebuilds), then FTR_Init returns. */
 int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI_Comm *world)
 {
-    double start = MPI_Wtime();
+    double start = round->started; /* it was woken for this recovery */
     pthread_t watchdog;
     int watched = ftrabit_watchdog_arm(-1, &watchdog);
     int shrinking = 0, err = MPI_ERR_NO_MEM;

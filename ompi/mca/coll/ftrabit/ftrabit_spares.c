@@ -420,6 +420,7 @@ int ftrabit_spares_round(int my_rank, ftrabit_spares_round_t *out)
 {
     int err = MPI_ERR_PROC_FAILED;
 
+    out->started = MPI_Wtime();
     for (int attempt = 0; attempt < FTRABIT_MAX_STANDBY_ROUNDS; attempt++) {
         ftrabit_standby_t next = {.comm = MPI_COMM_NULL};
         MPI_Comm shrunk;
