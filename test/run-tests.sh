@@ -321,6 +321,18 @@ spare_waits_without_cpu() {
               exit !(NR == 1 && wait >= 2 && cpu < 0.05 * wait) }'
 }
 
+# Recovery impossible while a spare still waits (both keepers of some results die; two of
+# three spares take their ranks): the job ends with the message, the last spare included.
+spares_lost_results_end_the_job() {
+    local log=$logs/ft-spares-lost-results.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 3 \
+        --mca coll_ftrabit_result_replicas 2 -np 9 "$build/examples/ftr_kmeans" \
+        --kill 2:8 --kill 3:8
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "recovery is not possible: results needed by a recovering rank" "$log"
+}
+
 # More spares than the job has processes: a clear message on every process, no hang.
 spares_refused_without_room() {
     local log=$logs/ft-spares-refused.log rc timed_out
@@ -386,6 +398,7 @@ ft_spares kill-during-catch-up-last-spare 4 1 "1:7" 1 1 --mca coll_ftrabit_test_
 ft_spares_run ulfm_allreduce plain-ulfm-kill-rank0-and-two-more 5 2 "0:3 3:9 4:9" 2 1
 check ft/spares/wait-costs-no-cpu spare_waits_without_cpu
 check ft/spares/refused-without-room spares_refused_without_room
+check ft/spares/lost-results-end-the-job spares_lost_results_end_the_job
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
 # Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked
