@@ -75,11 +75,19 @@ int ftrabit_spares_active(void)
     return MPI_COMM_NULL != standby.comm && standby.spares_left > 0;
 }
 
-static void ftrabit_standby_free(void)
+/* keep_comm: at the end of the job the communicator is left to MPI_Finalize instead. Every
+ * application process sends each spare a release and a spare receives only one of them;
+ * the others may still arrive after a free. Open MPI's ob1 keeps messages for a context id
+ * that has no communicator and delivers them to the next communicator that gets the id:
+ * the one MPI_Finalize builds itself (ULFM shrinks MPI_COMM_WORLD and runs a barrier on
+ * the result), whose matching they would then throw out of step (seen: a hang in that
+ * barrier in 3 runs of 8 when a spare had died). */
+static void ftrabit_standby_free(int keep_comm)
 {
-    if (MPI_COMM_NULL != standby.comm) {
+    if (MPI_COMM_NULL != standby.comm && !keep_comm) {
         MPI_Comm_free(&standby.comm);
     }
+    standby.comm = MPI_COMM_NULL;
     free(standby.held);
     free(standby.host);
     free(standby.last_host);
@@ -190,7 +198,7 @@ static void ftrabit_spare_leave(double cpu0, double wall0)
     ftrabit_spare_clocks(&cpu, &wall);
     ftrabit_log(1, "spare released by FTR_Finalize after %.3f s of waiting, %.3f s of CPU time: "
                    "leaving", wall - wall0, cpu - cpu0);
-    ftrabit_standby_free();
+    ftrabit_standby_free(1);
     MPI_Finalize();
     exit(0);
 }
@@ -305,7 +313,7 @@ int ftrabit_spares_init(MPI_Comm *world)
     err = ftrabit_spares_setup(wrank, wsize, &app_rank, world);
     if (MPI_SUCCESS != err) {
         fprintf(stderr, "ftrabit: could not set up the spares (error %d)\n", err);
-        ftrabit_standby_free();
+        ftrabit_standby_free(0);
         return err;
     }
     if (app_rank < 0) {
@@ -341,7 +349,7 @@ void ftrabit_spares_release(void)
             MPI_Request_free(&req);
         }
     }
-    ftrabit_standby_free();
+    ftrabit_standby_free(1);
 }
 
 /* ---- the standby round ------------------------------------------------------------------ */
@@ -412,7 +420,7 @@ static void ftrabit_standby_commit(ftrabit_standby_t *next)
     if (0 == standby.spares_left) {
         /* Nobody waits any more: recovery goes on without the standby communicator. */
         ftrabit_log(1, "the last spare has been used");
-        ftrabit_standby_free();
+        ftrabit_standby_free(0);
     }
 }
 
