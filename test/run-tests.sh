@@ -133,7 +133,7 @@ ompi_info_lists_ftrabit() {
           "$OMPI_PREFIX/bin/ompi_info" --param coll ftrabit --level 9) || return 1
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
-             bcast_pipeline_min_bytes bcast_segment_bytes spares; do
+             bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib spares; do
         grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
     done
 }
@@ -146,6 +146,15 @@ invalid_segment_size_is_refused() {
     rc=$?
     cat "$out"
     [ $rc -eq 0 ] && grep -aq "coll_ftrabit_bcast_segment_bytes has an invalid value" "$out"
+}
+
+invalid_pool_bound_is_refused() {
+    local out=$logs/invalid-pool-bound.out rc
+    timeout -k 10 "$timeout_s" "${mpirun[@]}" --mca coll_ftrabit_result_pool_mib -2 -np 2 \
+        "$build/test/mpi/coll_selection" excluded </dev/null >"$out" 2>&1
+    rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] && grep -aq "coll_ftrabit_result_pool_mib has an invalid value" "$out"
 }
 
 echo "== unit tests"
@@ -575,6 +584,7 @@ echo "== installation and parameters"
 check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit
 check install/man-pages man_pages_installed
 check params/invalid-segment-size-refused invalid_segment_size_is_refused
+check params/invalid-pool-bound-refused invalid_pool_bound_is_refused
 
 # Leave nothing behind: a leftover rank would slow every later run on this machine.
 pkill -f "$build/test/" 2>/dev/null || true

@@ -125,12 +125,16 @@ static void a_buffer_unused_for_an_interval_is_freed(void)
     ftrabit_pool_put(&p, &big);    /* dropped at the checkpoint */
     ftrabit_pool_end_interval(&p); /* used in the interval that ends: kept */
     CHECK((16u << 20) == p.idle_bytes);
+    int big_class = ftrabit_pool_next_class(&p, -1); /* past the first word of the mask */
+    CHECK(big_class >= 64 && (16u << 20) == ftrabit_pool_class_size(big_class));
+    CHECK(-1 == ftrabit_pool_next_class(&p, big_class));
 
     CHECK(FTRABIT_POOL_OK == ftrabit_pool_get(&p, 8, &small));
     CHECK(64 == small.capacity && (16u << 20) == p.idle_bytes); /* not the big one */
     ftrabit_pool_put(&p, &small);
+    CHECK(0 == ftrabit_pool_next_class(&p, -1) && big_class == ftrabit_pool_next_class(&p, 0));
     ftrabit_pool_end_interval(&p); /* the big one sat idle all interval: freed */
-    CHECK(64 == p.idle_bytes);
+    CHECK(64 == p.idle_bytes && -1 == ftrabit_pool_next_class(&p, 0));
     for (int i = 0; i < 3; i++) {
         CHECK(FTRABIT_POOL_OK == ftrabit_pool_get(&p, 8, &small));
         ftrabit_pool_put(&p, &small);
@@ -222,9 +226,18 @@ static void random_use_keeps_the_accounts(void)
         for (int i = 0; i < n; i++) {
             sum += lent[i].capacity;
         }
+        int with_stack = 0, visited = 0, prev = -1;
         for (int k = 0; k < FTRABIT_POOL_NCLASSES; k++) {
             idle += p.classes[k].count * ftrabit_pool_class_size(k);
+            with_stack += p.classes[k].capacity > 0;
         }
+        /* The checkpoint's walk visits exactly the classes with a stack, in order. */
+        for (int k = ftrabit_pool_next_class(&p, -1); k >= 0; k = ftrabit_pool_next_class(&p, k)) {
+            CHECK(k > prev && p.classes[k].capacity > 0);
+            prev = k;
+            visited++;
+        }
+        CHECK(with_stack == visited);
         CHECK(sum == p.lent_bytes);
         CHECK(idle == p.idle_bytes && p.idle_bytes <= bound);
     }

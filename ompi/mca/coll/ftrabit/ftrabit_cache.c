@@ -155,7 +155,10 @@ static void ftrabit_cache_insert_at(ftrabit_cache_t *cache, size_t at, uint64_t 
 
 int ftrabit_cache_put_slot(ftrabit_cache_t *cache, uint64_t seq, ftrabit_slot_t *slot, size_t len)
 {
-    size_t at = ftrabit_cache_lower_bound(cache, seq);
+    /* Results come in seq order: the common case appends, without a search. */
+    size_t at = 0 == cache->count || cache->entries[cache->count - 1].seq < seq
+                    ? cache->count
+                    : ftrabit_cache_lower_bound(cache, seq);
     int rc = FTRABIT_CACHE_OK;
     if (NULL == slot->data || len > slot->capacity) {
         rc = FTRABIT_CACHE_MALFORMED;
@@ -163,7 +166,8 @@ int ftrabit_cache_put_slot(ftrabit_cache_t *cache, uint64_t seq, ftrabit_slot_t 
         /* Served twice (e.g. by replay and by a keeper): harmless if it is the same result. */
         rc = ftrabit_cache_same_bytes(&cache->entries[at], slot->data, len)
                  ? FTRABIT_CACHE_OK : FTRABIT_CACHE_EXISTS;
-    } else if (FTRABIT_CACHE_OK != ftrabit_cache_reserve(cache, 1)) {
+    } else if (cache->count == cache->capacity
+               && FTRABIT_CACHE_OK != ftrabit_cache_reserve(cache, 1)) {
         rc = FTRABIT_CACHE_NOMEM;
     } else {
         ftrabit_cache_insert_at(cache, at, seq, slot, len);
@@ -235,10 +239,8 @@ void ftrabit_cache_drop_through(ftrabit_cache_t *cache, uint64_t upto)
 void ftrabit_cache_memory(const ftrabit_cache_t *cache, ftrabit_cache_memory_t *out)
 {
     const ftrabit_pool_t *pool = &cache->pool;
-    size_t index_bytes = cache->capacity * sizeof(ftrabit_cache_entry_t);
-    for (int i = 0; i < FTRABIT_POOL_NCLASSES; i++) {
-        index_bytes += pool->classes[i].capacity * sizeof(ftrabit_pool_idle_t);
-    }
+    size_t index_bytes = cache->capacity * sizeof(ftrabit_cache_entry_t)
+                         + ftrabit_pool_index_bytes(pool);
     out->results = cache->count;
     out->result_bytes = cache->bytes;
     out->idle_bytes = pool->idle_bytes;

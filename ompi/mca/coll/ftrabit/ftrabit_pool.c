@@ -61,11 +61,42 @@ static void ftrabit_pool_free_oldest(ftrabit_pool_t *pool, int index, size_t n)
     pool->idle_bytes -= n * ftrabit_pool_class_size(index);
 }
 
+int ftrabit_pool_next_class(const ftrabit_pool_t *pool, int after)
+{
+    for (int w = (after + 1) / 64; w < FTRABIT_POOL_MASK_WORDS; w++) {
+        uint64_t bits = pool->with_stack[w];
+        if (w == (after + 1) / 64) {
+            bits &= ~(uint64_t) 0 << ((after + 1) % 64);
+        }
+        if (bits) {
+            return w * 64 + __builtin_ctzll(bits);
+        }
+    }
+    return -1;
+}
+
+static void ftrabit_pool_free_stack(ftrabit_pool_t *pool, int index)
+{
+    free(pool->classes[index].idle);
+    pool->classes[index].idle = NULL;
+    pool->classes[index].capacity = 0;
+    pool->with_stack[index / 64] &= ~((uint64_t) 1 << (index % 64));
+}
+
+size_t ftrabit_pool_index_bytes(const ftrabit_pool_t *pool)
+{
+    size_t bytes = 0;
+    for (int i = ftrabit_pool_next_class(pool, -1); i >= 0; i = ftrabit_pool_next_class(pool, i)) {
+        bytes += pool->classes[i].capacity * sizeof(ftrabit_pool_idle_t);
+    }
+    return bytes;
+}
+
 void ftrabit_pool_fini(ftrabit_pool_t *pool)
 {
-    for (int i = 0; i < FTRABIT_POOL_NCLASSES; i++) {
+    for (int i = ftrabit_pool_next_class(pool, -1); i >= 0; i = ftrabit_pool_next_class(pool, i)) {
         ftrabit_pool_free_oldest(pool, i, pool->classes[i].count);
-        free(pool->classes[i].idle);
+        ftrabit_pool_free_stack(pool, i);
     }
     size_t lent = pool->lent_bytes;
     ftrabit_pool_init(pool, pool->max_idle_bytes);
@@ -76,6 +107,9 @@ void ftrabit_pool_fini(ftrabit_pool_t *pool)
 static void ftrabit_pool_trim_to(ftrabit_pool_t *pool, size_t bound)
 {
     for (int i = FTRABIT_POOL_NCLASSES - 1; i >= 0 && pool->idle_bytes > bound; i--) {
+        if (0 == pool->classes[i].count) {
+            continue;
+        }
         size_t bytes = ftrabit_pool_class_size(i);
         size_t over = pool->idle_bytes - bound;
         size_t n = (over + bytes - 1) / bytes;
@@ -133,6 +167,7 @@ void ftrabit_pool_put(ftrabit_pool_t *pool, ftrabit_slot_t *slot)
         } else {
             c->idle = grown;
             c->capacity = cap;
+            pool->with_stack[index / 64] |= (uint64_t) 1 << (index % 64);
         }
     }
     if (keep) {
@@ -148,7 +183,7 @@ void ftrabit_pool_put(ftrabit_pool_t *pool, ftrabit_slot_t *slot)
 
 void ftrabit_pool_end_interval(ftrabit_pool_t *pool)
 {
-    for (int i = 0; i < FTRABIT_POOL_NCLASSES; i++) {
+    for (int i = ftrabit_pool_next_class(pool, -1); i >= 0; i = ftrabit_pool_next_class(pool, i)) {
         ftrabit_pool_class_t *c = &pool->classes[i];
         size_t stale = 0;
         while (stale < c->count && c->idle[stale].last_used < pool->interval) {
@@ -157,10 +192,8 @@ void ftrabit_pool_end_interval(ftrabit_pool_t *pool)
         if (stale > 0) {
             ftrabit_pool_free_oldest(pool, i, stale);
         }
-        if (0 == c->count && c->capacity > 0) {
-            free(c->idle); /* a class no longer used gives its stack back too */
-            c->idle = NULL;
-            c->capacity = 0;
+        if (0 == c->count) {
+            ftrabit_pool_free_stack(pool, i); /* a class no longer used gives it back too */
         }
     }
     pool->interval++;

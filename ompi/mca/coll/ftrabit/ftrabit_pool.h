@@ -50,8 +50,12 @@ typedef struct ftrabit_pool_class {
 #define FTRABIT_POOL_NCLASSES (1 + 4 * (62 - 6))
 #define FTRABIT_POOL_NO_LIMIT SIZE_MAX
 
+#define FTRABIT_POOL_MASK_WORDS ((FTRABIT_POOL_NCLASSES + 63) / 64)
+
 typedef struct ftrabit_pool {
     ftrabit_pool_class_t classes[FTRABIT_POOL_NCLASSES];
+    uint64_t with_stack[FTRABIT_POOL_MASK_WORDS]; /* classes whose idle stack is allocated:
+                                                     a checkpoint visits only those */
     size_t idle_bytes;     /* capacity of the idle buffers */
     size_t lent_bytes;     /* capacity of the buffers lent and not given back */
     size_t max_idle_bytes; /* FTRABIT_POOL_NO_LIMIT: only the interval rule bounds it */
@@ -83,5 +87,10 @@ int ftrabit_pool_get(ftrabit_pool_t *pool, size_t len, ftrabit_slot_t *slot);
 void ftrabit_pool_put(ftrabit_pool_t *pool, ftrabit_slot_t *slot);
 /* A checkpoint: free the idle buffers not used in the interval that ends now. */
 void ftrabit_pool_end_interval(ftrabit_pool_t *pool);
+/* Bytes of the pool's own bookkeeping (the idle stacks). */
+size_t ftrabit_pool_index_bytes(const ftrabit_pool_t *pool);
+
+/* Iterate over the classes with an allocated idle stack, lowest first; -1 at the end. */
+int ftrabit_pool_next_class(const ftrabit_pool_t *pool, int after);
 
 #endif
