@@ -31,6 +31,8 @@
  *                       (written to PATH.tmp, then renamed: a file is always complete).
  *   --restart-from-file  start from the model in --checkpoint-file's PATH if it exists: the
  *                       classic restart of a whole job after a failure killed it.
+ *   --keep-comm         do not free the communicator FTR_Init gave (MPI allows that; the
+ *                       job must still end).
  */
 #include <math.h>
 #include <mpi.h>
@@ -196,7 +198,7 @@ int main(int argc, char **argv)
     MPI_Comm world, parent;
     int rank, size, version;
     const char *checkpoint_file = NULL;
-    int restart_from_file = 0;
+    int restart_from_file = 0, keep_comm = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--replacement-stalls") && i + 1 < argc) {
@@ -224,6 +226,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--timeline")) ok = timeline = 1;
         else if (ok && !strcmp(argv[i], "--checkpoint-file")) checkpoint_file = argv[++i];
         else if (!strcmp(argv[i], "--restart-from-file")) ok = restart_from_file = 1;
+        else if (!strcmp(argv[i], "--keep-comm")) ok = keep_comm = 1;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "ftr_kmeans: bad argument '%s' (see the comment at the top of "
@@ -364,7 +367,9 @@ int main(int argc, char **argv)
     free(model);
     free(assignment);
     free(sums);
-    MPI_Comm_free(&world);
+    if (!keep_comm) {
+        MPI_Comm_free(&world);
+    }
     FTR_Finalize();
     return 0;
 }

@@ -195,7 +195,8 @@ mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" 
     test/mpi/coll_mismatch -- fatal
 
 # ---- fault tests: real SIGKILLs under ULFM ------------------------------------------------
-# ft_run PROG LABEL NP KILLS [mpirun options...]: examples/PROG with the given --kill specs
+# ft_run PROG LABEL NP KILLS [mpirun options...] [-- program options...]: examples/PROG
+# (or PROG under the build directory when it names a directory) with the given --kill specs
 # must end with the same fingerprint as a run without failures (respawn: a replacement
 # must have run), or, under the shrink policy, with the same fingerprint as a second run
 # with the same kills (the dead ranks' data is gone, so only determinism can be checked).
@@ -203,17 +204,21 @@ mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" 
 # reference is the plain run on NP-S ranks without spares: spares must not change a result.
 declare -A ft_reference
 ft_fingerprint() { sed -n 's/^final .* fingerprint \([0-9a-f]*\).*/\1/p' "$1" | head -n 1; }
-ft_launch() { # ft_launch PROG LOG NP KILLS [mpirun options...]
+ft_launch() { # ft_launch PROG LOG NP KILLS [mpirun options...] [-- program options...]
     local prog=$1 log=$2 np=$3 kills=$4
     shift 4
-    local args=() marks=""
+    local opts=() args=() marks="" bin=$build/examples/$prog
+    [[ "$prog" == */* ]] && bin=$build/$prog
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    args=("$@")
     if [ "$prog" = ftr_kmeans ]; then
         marks=$(mktemp -d)
         args+=(--kill-marks "$marks")
     fi
     for k in $kills; do args+=(--kill "$k"); done
-    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm "$@" -np "$np" \
-        "$build/examples/$prog" "${args[@]}"
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm "${opts[@]}" -np "$np" \
+        "$bin" "${args[@]}"
     [ -n "$marks" ] && rm -rf "$marks"
     return 0
 }
@@ -352,6 +357,20 @@ spares_refused_without_room() {
         && grep -q "coll_ftrabit_spares 2: the job has no process left for the application" "$log"
 }
 
+# Shrink, rank 1 dies right before the last broadcast: the root has finished it and printed
+# the result (of all four ranks' data: the failure-free one) when the others recover in
+# FTR_Finalize's agreement; the job must end there, not hang.
+last_collective_shrink() {
+    local log=$logs/ft-last-collective-shrink.log rc timed_out reference
+    ft_launch ftr_kmeans "$log.reference" 4 "" -- --iterations 32
+    reference=$(ft_fingerprint "$log.reference")
+    ft_launch ftr_kmeans "$log" 4 "1:31:before-bcast" --mca coll_ftrabit_recovery shrink \
+        -- --iterations 32
+    cat "$log"
+    [ $timed_out = 0 ] && [ -n "$reference" ] && [ "$(ft_fingerprint "$log")" = "$reference" ] \
+        && grep -q "recovered from a process failure .*(shrink; 3 ranks" "$log"
+}
+
 echo "== coll/ftrabit fault tolerance (FTR_* API), real SIGKILL (timeout ${ft_timeout_s}s each)"
 ft kill-rank1-after-checkpoint 4 "1:7"
 ft kill-rank0-before-first-checkpoint 4 "0:3"
@@ -375,6 +394,10 @@ ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
 ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
 ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
+# 140 collectives since the (only) checkpoint, the start: the replacement's results come in
+# ~70 runs from alternating keepers, more than the transfer table used to hold.
+ft result-replicas-2/140-collectives-behind 6 "1:70" --mca coll_ftrabit_result_replicas 2 \
+    -- --iterations 80 --checkpoint-every 100
 ft shrink/kill-one 4 "1:7" --mca coll_ftrabit_recovery shrink
 ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recovery shrink
 # The root finishes its broadcast and reaches FTR_Checkpoint's agreement while the others
@@ -382,6 +405,27 @@ ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recove
 ft shrink/kill-rank0-then-two 5 "0:4 2:9:before-bcast 3:9:before-bcast" \
     --mca coll_ftrabit_recovery shrink
 ft kill-two-before-bcast-then-checkpoint 5 "2:9:before-bcast 3:9:before-bcast"
+# The application keeps the communicator FTR_Init gave it (MPI allows it): a replacement
+# used to wait for ever in MPI_Finalize, disconnecting from the job that spawned it.
+ft keep-comm/kill-rank1 4 "1:7" -- --keep-comm
+ft keep-comm/kill-two-in-sequence 4 "2:3 1:13:after-allreduce" -- --keep-comm
+# A failure right before the job's last collective, no checkpoint after it (32 iterations,
+# checkpoints every 5): ranks that completed it meet the others in FTR_Finalize's agreement
+# and recover with them (they used to be gone into MPI_Finalize while the others waited);
+# rank 0 dying there must still print the result.
+ft last-collective/kill-rank1-before-bcast 4 "1:31:before-bcast" -- --iterations 32
+ft last-collective/kill-rank0-before-bcast 4 "0:31:before-bcast" -- --iterations 32
+ft last-collective/kill-rank3-after-allreduce 4 "3:31:after-allreduce" -- --iterations 32 \
+    --keep-comm
+check ft/last-collective/shrink-kill-rank1-before-bcast/np4 last_collective_shrink
+# Datatypes whose elements are not packed end to end (MPI_DOUBLE_INT with MINLOC, a resized
+# int, a strided vector) replayed to a replacement, from the cache and from the bootstrap
+# table (kill before the first checkpoint): cached results used to be copied as if the
+# elements were true-extent apart.
+ft_run test/mpi/ft_types types/kill-rank1 4 "1:7"
+ft_run test/mpi/ft_types types/kill-rank0-before-first-checkpoint 4 "0:3"
+ft_run test/mpi/ft_types types/kill-two-at-once 5 "2:12 3:12"
+ft_run test/mpi/ft_types types/result-replicas-2 6 "1:8" --mca coll_ftrabit_result_replicas 2
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink

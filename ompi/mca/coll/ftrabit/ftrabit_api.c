@@ -102,17 +102,46 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    err = MPI_Comm_dup(MPI_COMM_WORLD, world);
+    MPI_Comm own;
+    err = MPI_Comm_dup(MPI_COMM_WORLD, &own);
     if (MPI_SUCCESS != err) {
         return err;
     }
-    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
-    ftrabit_state_new(*world, rank, size);
-    return MPI_SUCCESS;
+    MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
+    ftrabit_state_t *st = ftrabit_state_new(own, rank, size);
+    if (NULL == st) {
+        MPI_Comm_free(&own);
+        return MPI_ERR_NO_MEM;
+    }
+    return ftrabit_state_hand_out(st, world);
 }
 
+/* Every process, survivor or replacement, leaves through one agreement per communicator
+ * (Rabit's Shutdown): a process that completed its last collective must not be gone while
+ * others still recover from a failure in it, since their rebuild needs it (ULFM's shrink
+ * and agreement include every living process) and so may the results it keeps. Then
+ * everything ftrabit created is freed, the communicator connecting a replacement to the
+ * job that spawned it included: MPI_Finalize disconnects from every other job still
+ * connected, and waits there for processes that would never come (ompi_dpm_dyn_finalize). */
 int FTR_Finalize(void)
 {
+    int err = MPI_SUCCESS;
+
+    for (ftrabit_state_t *st = ftrabit_state_first(); NULL != st; st = st->next) {
+        int e = ftrabit_final_agreement(st);
+        if (MPI_SUCCESS == err) {
+            err = e;
+        }
+    }
+    ftrabit_spares_release(); /* agreed: no recovery will need them */
+    ftrabit_state_release_all();
+    if (ftrabit_spawned) {
+        MPI_Comm parent;
+        MPI_Comm_get_parent(&parent);
+        if (MPI_COMM_NULL != parent) {
+            MPI_Comm_free(&parent);
+        }
+    }
     free(ftrabit_program);
     ftrabit_program = NULL;
     if (ftrabit_program_argv) {
@@ -122,21 +151,26 @@ int FTR_Finalize(void)
         free(ftrabit_program_argv);
         ftrabit_program_argv = NULL;
     }
-    ftrabit_spares_release();
-    return MPI_Finalize();
+    int fin = MPI_Finalize();
+    return MPI_SUCCESS != err ? err : fin;
 }
 
 /* ---- typed copies (the datatype may be non-contiguous) ----------------------------- */
 
+/* Are `count` elements of `type` at buf exactly the *bytes bytes from buf on? Each element
+ * must be dense (its true extent is its size, starting at buf) and, with more than one, the
+ * next one must start where it ends: elements are `extent` apart, not `true extent` (a
+ * struct such as MPI_DOUBLE_INT has 12 bytes of data in an extent of 16). */
 static int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
 {
-    MPI_Aint lb, extent;
+    MPI_Aint lb, extent, true_lb, true_extent;
     int size;
 
     MPI_Type_size(type, &size);
-    MPI_Type_get_true_extent(type, &lb, &extent);
+    MPI_Type_get_extent(type, &lb, &extent);
+    MPI_Type_get_true_extent(type, &true_lb, &true_extent);
     *bytes = (size_t) size * (size_t) count;
-    return 0 == lb && (count <= 1 ? extent == size : (MPI_Aint) *bytes == (extent * count));
+    return 0 == true_lb && true_extent == size && (count <= 1 || extent == size);
 }
 
 /* Pack `count` elements of `type` at buf into a new contiguous blob. */

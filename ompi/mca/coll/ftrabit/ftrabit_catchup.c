@@ -280,9 +280,34 @@ static const char *ftrabit_plan_error(int rc)
                "(raise coll_ftrabit_local_replicas)";
     case FTRABIT_PLAN_NOROOM:
         return "too many transfers";
+    case FTRABIT_PLAN_NOMEM:
+        return "out of memory while planning the transfers";
     default:
         return "inconsistent state records";
     }
+}
+
+/* The plan, in a transfer table that grows until it fits: with coll_ftrabit_result_replicas
+ * set, a rank behind by n collectives gets its results in about n / replicas runs, each
+ * from the next keeper, so the number of transfers grows with the collectives since the
+ * checkpoint. Every rank plans from the same records, so every rank ends with the same
+ * table or the same error. */
+static int ftrabit_plan_with_room(const ftrabit_rank_state_t *all, int size, int orig_size,
+                                  ftrabit_plan_t *plan)
+{
+    int rc = FTRABIT_PLAN_NOROOM;
+
+    for (size_t room = 4 * (size_t) size + 64; FTRABIT_PLAN_NOROOM == rc; room *= 4) {
+        free(plan->xfers);
+        plan->xfers = room <= INT32_MAX / 4 ? malloc(sizeof(ftrabit_transfer_t) * room) : NULL;
+        plan->max_xfers = NULL == plan->xfers ? 0 : (int32_t) room;
+        if (NULL == plan->xfers) {
+            return FTRABIT_PLAN_NOMEM;
+        }
+        rc = ftrabit_plan_recovery(all, size, orig_size, ftrabit_settings.result_replicas,
+                                   ftrabit_settings.local_replicas, plan);
+    }
+    return rc;
 }
 
 int ftrabit_catch_up(ftrabit_state_t *st)
@@ -292,15 +317,12 @@ int ftrabit_catch_up(ftrabit_state_t *st)
     MPI_Comm_rank(st->comm, &rank);
 
     ftrabit_rank_state_t mine, *all = malloc(sizeof(*all) * (size_t) size);
-    int max_xfers = 4 * size + 64;
     ftrabit_plan_t plan = {
         .restart_version = malloc(sizeof(int32_t) * (size_t) size),
         .restart_seq = malloc(sizeof(uint64_t) * (size_t) size),
-        .xfers = malloc(sizeof(ftrabit_transfer_t) * (size_t) max_xfers),
-        .max_xfers = max_xfers,
     };
     int *orig = malloc(sizeof(int) * (size_t) size);
-    if (!all || !plan.restart_version || !plan.restart_seq || !plan.xfers || !orig) {
+    if (!all || !plan.restart_version || !plan.restart_seq || !orig) {
         err = MPI_ERR_NO_MEM;
         goto out;
     }
@@ -310,8 +332,7 @@ int ftrabit_catch_up(ftrabit_state_t *st)
         goto out;
     }
     ftrabit_maybe_die_for_test(st, all, size);
-    int rc = ftrabit_plan_recovery(all, size, st->orig_size, ftrabit_settings.result_replicas,
-                                   ftrabit_settings.local_replicas, &plan);
+    int rc = ftrabit_plan_with_room(all, size, st->orig_size, &plan);
     if (FTRABIT_PLAN_OK != rc) {
         if (0 == rank) { /* every rank computed the same plan: one message is enough */
             fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));

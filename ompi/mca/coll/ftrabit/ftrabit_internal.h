@@ -2,8 +2,13 @@
  * ompi-resilience: libftrabit internals, shared by the files of the FTR_* implementation.
  *
  * One ftrabit_state_t follows each logical communicator the application uses through the
- * API: it is attached to the current MPI communicator as an attribute, and recovery moves
- * it to the rebuilt one. Sequence numbers count the collectives made through FTR_* calls
+ * API. It owns the communicator every FTR collective, agreement and rebuild runs on
+ * (st->comm); the application holds a duplicate of it (st->app_comm), to which the state is
+ * attached as an attribute. The application may free its handle whenever MPI allows (before
+ * FTR_Finalize or not at all): the state and its communicator live on until FTR_Finalize,
+ * whose final agreement every process reaches, so that processes that are done still take
+ * part in the recovery of those that are not. Recovery rebuilds st->comm and hands the
+ * application a duplicate of the rebuilt one. Sequence numbers count the collectives made through FTR_* calls
  * (bootstrap ones included); the result of each is cached until the next checkpoint, so
  * that ranks that are behind after a failure can be served the exact bytes.
  */
@@ -48,7 +53,10 @@ typedef struct {
 } ftrabit_replica_t;
 
 typedef struct ftrabit_state {
-    MPI_Comm comm;             /* the communicator the application currently holds */
+    MPI_Comm comm;             /* ours: the FTR collectives, agreements and rebuilds run on it */
+    MPI_Comm app_comm;         /* the duplicate the application holds; MPI_COMM_NULL once the
+                                  application freed it */
+    struct ftrabit_state *next; /* every state of this process, for FTR_Finalize */
     int orig_rank, orig_size;  /* identity in the original job (kept by respawn) */
     uint64_t completed_seq;    /* last collective completed by this process */
     uint64_t served_until;     /* results up to here are in the cache for replay */
@@ -84,21 +92,33 @@ extern int ftrabit_spawned;
 /* Process-wide: FTR_ORIGIN_* (FTR_Origin). */
 extern int ftrabit_origin;
 
+/* The state of an application handle (FTR_Init's or recovery's), or NULL. */
 ftrabit_state_t *ftrabit_state_of(MPI_Comm comm);
+/* A new state owning `comm`; no application handle yet. */
 ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size);
-void ftrabit_state_attach(ftrabit_state_t *st, MPI_Comm comm);
-void ftrabit_state_free(ftrabit_state_t *st);
+/* Give the application a duplicate of st->comm in *app, the state attached to it. */
+int ftrabit_state_hand_out(ftrabit_state_t *st, MPI_Comm *app);
+/* FTR_Finalize: free every state, its communicator and the application's handle if the
+ * application kept it. */
+void ftrabit_state_release_all(void);
+/* The first state of this process (the list FTR_Finalize walks), or NULL. */
+ftrabit_state_t *ftrabit_state_first(void);
 void ftrabit_read_settings(void);
 
 /* Is this error code one that recovery can handle? */
 int ftrabit_is_process_failure(int err);
 
 /* Rebuild st->comm after a failure and bring every rank to the same sequence number.
- * On success *comm (the application's handle) is the rebuilt communicator. */
+ * On success *comm (the application's handle) is a duplicate of the rebuilt communicator
+ * and the old handle is freed; with comm NULL nothing is handed out. */
 int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm);
 /* The same, for a rank that has just taken part in an agreement on st->comm that decided a
- * failure (FTR_Checkpoint's commit vote): that agreement stands for recovery's own. */
+ * failure (FTR_Checkpoint's commit vote, FTR_Finalize's): that agreement stands for
+ * recovery's own. */
 int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm);
+/* FTR_Finalize's agreement on st->comm: returns once every living process has reached it,
+ * after taking part in the recoveries of those that had not. */
+int ftrabit_final_agreement(ftrabit_state_t *st);
 /* In a replacement: join the survivors' rebuilt communicator and catch up. */
 int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world);
 

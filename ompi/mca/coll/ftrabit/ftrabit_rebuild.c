@@ -200,11 +200,12 @@ static void ftrabit_watchdog_disarm(pthread_t thread)
     pthread_join(thread, NULL);
 }
 
-/* Receive who we replace, merge with the survivors and take the dead rank's place. */
-static int ftrabit_join(MPI_Comm parent, MPI_Comm *world, ftrabit_state_t **state)
+/* Receive who we replace, merge with the survivors and take the dead rank's place: the
+ * new state owns the communicator in which it holds that rank. */
+static int ftrabit_join(MPI_Comm parent, ftrabit_state_t **state)
 {
     ftrabit_join_t join;
-    MPI_Comm merged;
+    MPI_Comm merged, own = MPI_COMM_NULL;
     int err;
 
     *state = NULL;
@@ -215,7 +216,7 @@ static int ftrabit_join(MPI_Comm parent, MPI_Comm *world, ftrabit_state_t **stat
     }
     if (MPI_SUCCESS == err) {
         MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
-        err = MPI_Comm_split(merged, 0, join.orig_rank, world);
+        err = MPI_Comm_split(merged, 0, join.orig_rank, &own);
         MPI_Comm_free(&merged);
     }
     if (MPI_SUCCESS != err) {
@@ -223,9 +224,10 @@ static int ftrabit_join(MPI_Comm parent, MPI_Comm *world, ftrabit_state_t **stat
                         "(error %d)\n", err);
         return err;
     }
-    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
-    *state = ftrabit_state_new(*world, join.orig_rank, join.orig_size);
+    MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
+    *state = ftrabit_state_new(own, join.orig_rank, join.orig_size);
     if (NULL == *state) {
+        MPI_Comm_free(&own);
         return MPI_ERR_NO_MEM;
     }
     (*state)->replacement = 1;
@@ -452,10 +454,11 @@ static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
     return MPI_SUCCESS == err || ftrabit_is_process_failure(err) ? MPI_ERR_OTHER : err;
 }
 
-/* Rebuild, catch up, and again while processes keep failing. `keep` is the application's
- * handle, freed by the caller; intermediate communicators are freed here. Survivors and
- * replacements that joined a rebuilt communicator all run this loop together. */
-static int ftrabit_rebuild_loop(ftrabit_state_t *st, MPI_Comm keep, int *shrinking)
+/* Rebuild, catch up, and again while processes keep failing; each communicator replaced
+ * is freed (the application's handle is a duplicate: see ftrabit_finish_recovery).
+ * Survivors and replacements that joined a rebuilt communicator all run this loop
+ * together. */
+static int ftrabit_rebuild_loop(ftrabit_state_t *st, int *shrinking)
 {
     MPI_Comm current = st->comm;
     int err = MPI_ERR_PROC_FAILED;
@@ -466,10 +469,8 @@ static int ftrabit_rebuild_loop(ftrabit_state_t *st, MPI_Comm keep, int *shrinki
         err = ftrabit_rebuild(st, current, shrinking, &rebuilt);
         if (MPI_COMM_NULL != rebuilt) { /* also after some failures: see complete_rebuild */
             MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
-            if (current != keep) {
-                MPI_Comm_free(&current);
-            }
-            ftrabit_state_attach(st, rebuilt);
+            MPI_Comm_free(&current);
+            st->comm = rebuilt;
             current = rebuilt;
         }
         if (MPI_SUCCESS == err) {
@@ -505,21 +506,29 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
     }
 }
 
-/* After a successful rebuild loop: hand the application its new communicator. */
-static void ftrabit_finish_recovery(ftrabit_state_t *st, MPI_Comm *comm, int shrinking,
-                                    double start)
+/* After a successful rebuild loop: hand the application a duplicate of the rebuilt
+ * communicator in *comm, in place of the handle it held, which is freed. The duplicate is
+ * collective, so every rank of the rebuild makes one, also in FTR_Finalize (comm NULL),
+ * where it replaces the handle the application kept, if any, and is freed at the end. */
+static int ftrabit_finish_recovery(ftrabit_state_t *st, MPI_Comm *comm, int shrinking,
+                                   double start)
 {
+    MPI_Comm old = NULL != comm ? *comm : st->app_comm, fresh;
+
     if (shrinking) {
         ftrabit_adopt_shrunk_numbering(st);
     }
-    MPI_Comm old = *comm;
-    *comm = st->comm;
-    if (old != st->comm && MPI_COMM_NULL != old) {
+    int err = ftrabit_state_hand_out(st, &fresh);
+    if (MPI_COMM_NULL != old) {
         MPI_Comm_free(&old);
+    }
+    if (NULL != comm) {
+        *comm = fresh;
     }
     st->recoveries++;
     st->last_recovery_seconds = MPI_Wtime() - start;
     ftrabit_announce_recovery(st, shrinking);
+    return err;
 }
 
 /* Every way into a rebuild goes through exactly one agreement on the old communicator
@@ -532,9 +541,35 @@ int ftrabit_recover(ftrabit_state_t *st, MPI_Comm *comm)
 {
     int failed = 0;
 
+    /* The application's handle too: peers blocked in their own MPI calls on it (the
+     * FTR_Comm_recover way) must come out and recover as well. */
+    if (MPI_COMM_NULL != st->app_comm) {
+        MPIX_Comm_revoke(st->app_comm);
+    }
     MPIX_Comm_revoke(st->comm);
     (void) MPIX_Comm_agree(st->comm, &failed);
     return ftrabit_rebuild_after_agreement(st, comm);
+}
+
+int ftrabit_final_agreement(ftrabit_state_t *st)
+{
+    for (int round = 0;; round++) {
+        int done = 1;
+        int err = MPIX_Comm_agree(st->comm, &done);
+        if (MPI_SUCCESS == err && done) {
+            ftrabit_log(1, "final agreement reached after %d recoveries", round);
+            return MPI_SUCCESS;
+        }
+        if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {
+            return err;
+        }
+        /* Someone failed, or is recovering from a failure: recover with them. */
+        MPIX_Comm_revoke(st->comm);
+        err = ftrabit_rebuild_after_agreement(st, NULL);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+    }
 }
 
 int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
@@ -552,12 +587,12 @@ int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
     if (!shrinking) {
         watched = ftrabit_watchdog_arm(st->orig_rank, &watchdog);
     }
-    int err = ftrabit_rebuild_loop(st, *comm, &shrinking);
+    int err = ftrabit_rebuild_loop(st, &shrinking);
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);
     }
     if (MPI_SUCCESS == err) {
-        ftrabit_finish_recovery(st, comm, shrinking, start);
+        err = ftrabit_finish_recovery(st, comm, shrinking, start);
     }
     return err;
 }
@@ -577,7 +612,8 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
 
     ftrabit_spawned = 1;
     ftrabit_origin = FTR_ORIGIN_RESPAWNED;
-    err = ftrabit_join(parent, world, &st);
+    *world = MPI_COMM_NULL;
+    err = ftrabit_join(parent, &st);
 
     if (MPI_SUCCESS == err) {
         err = ftrabit_catch_up_agreed(st);
@@ -586,12 +622,12 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
         int shrinking = FTRABIT_RECOVER_SHRINK == ftrabit_settings.policy;
         ftrabit_log(1, "a failure while this replacement caught up (%d); rebuilding with the "
                        "survivors", err);
-        err = ftrabit_rebuild_loop(st, *world, &shrinking);
+        err = ftrabit_rebuild_loop(st, &shrinking);
         if (MPI_SUCCESS == err) {
-            ftrabit_finish_recovery(st, world, shrinking, start);
+            err = ftrabit_finish_recovery(st, world, shrinking, start);
         }
     } else if (MPI_SUCCESS == err) {
-        *world = st->comm;
+        err = ftrabit_state_hand_out(st, world);
     }
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);
@@ -617,9 +653,9 @@ int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI
         st->spares_taken = round->taken;
         ftrabit_log(1, "spare takes the place of rank %d", round->rank);
         err = ftrabit_complete_rebuild(st, round->filled, round->unfilled, &shrinking, &rebuilt);
+        st->comm = rebuilt; /* round->filled was freed, or is rebuilt */
         if (MPI_COMM_NULL != rebuilt) {
             MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
-            ftrabit_state_attach(st, rebuilt);
         }
         if (MPI_SUCCESS == err) {
             err = ftrabit_catch_up_agreed(st);
@@ -627,10 +663,10 @@ int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI
         if (MPI_SUCCESS != err && ftrabit_is_process_failure(err)) {
             ftrabit_log(1, "a failure while this spare caught up (%d); rebuilding with the "
                            "survivors", err);
-            err = ftrabit_rebuild_loop(st, MPI_COMM_NULL, &shrinking);
+            err = ftrabit_rebuild_loop(st, &shrinking);
         }
         if (MPI_SUCCESS == err) {
-            ftrabit_finish_recovery(st, world, shrinking, start);
+            err = ftrabit_finish_recovery(st, world, shrinking, start);
         }
     }
     if (watched) {

@@ -257,8 +257,9 @@ static int ftrabit_spare_serve(MPI_Comm *world)
 
 /* ---- FTR_Init and FTR_Finalize --------------------------------------------------------- */
 
-/* Place the spares, build the standby and the application's communicators. */
-static int ftrabit_spares_setup(int wrank, int wsize, int *app_rank, MPI_Comm *world)
+/* Place the spares, build the standby and the application's communicators (*own:
+ * MPI_COMM_NULL in a spare). */
+static int ftrabit_spares_setup(int wrank, int wsize, int *app_rank, MPI_Comm *own)
 {
     int err, *hosts = malloc(sizeof(int) * (size_t) wsize);
 
@@ -293,12 +294,14 @@ static int ftrabit_spares_setup(int wrank, int wsize, int *app_rank, MPI_Comm *w
         return err;
     }
     MPI_Comm_set_errhandler(standby.comm, MPI_ERRORS_RETURN);
-    return MPI_Comm_split(MPI_COMM_WORLD, *app_rank >= 0 ? 0 : MPI_UNDEFINED, wrank, world);
+    return MPI_Comm_split(MPI_COMM_WORLD, *app_rank >= 0 ? 0 : MPI_UNDEFINED, wrank, own);
 }
 
 int ftrabit_spares_init(MPI_Comm *world)
 {
     int wrank, wsize, app_rank = -1, err;
+    MPI_Comm own = MPI_COMM_NULL;
+    ftrabit_state_t *st;
 
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
@@ -310,7 +313,7 @@ int ftrabit_spares_init(MPI_Comm *world)
         return ftrabit_spares_refuse(wrank, "the job has no process left for the application: "
                                             "start it with more processes than spares");
     }
-    err = ftrabit_spares_setup(wrank, wsize, &app_rank, world);
+    err = ftrabit_spares_setup(wrank, wsize, &app_rank, &own);
     if (MPI_SUCCESS != err) {
         fprintf(stderr, "ftrabit: could not set up the spares (error %d)\n", err);
         ftrabit_standby_free(0);
@@ -319,13 +322,14 @@ int ftrabit_spares_init(MPI_Comm *world)
     if (app_rank < 0) {
         return ftrabit_spare_serve(world);
     }
-    MPI_Comm_set_errhandler(*world, MPI_ERRORS_RETURN);
-    if (NULL == ftrabit_state_new(*world, app_rank, standby.app_size)) {
+    MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
+    if (NULL == (st = ftrabit_state_new(own, app_rank, standby.app_size))) {
+        MPI_Comm_free(&own);
         return MPI_ERR_NO_MEM;
     }
     ftrabit_log(1, "application rank %d of %d; %d spare(s) waiting", app_rank,
                 standby.app_size, standby.spares_left);
-    return MPI_SUCCESS;
+    return ftrabit_state_hand_out(st, world);
 }
 
 /* In FTR_Finalize of an application process: every waiting spare may leave. Sent by every

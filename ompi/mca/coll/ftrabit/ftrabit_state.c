@@ -24,6 +24,12 @@ ftrabit_settings_t ftrabit_settings = {
 };
 
 static int ftrabit_keyval = MPI_KEYVAL_INVALID;
+static ftrabit_state_t *ftrabit_states; /* every state of this process */
+
+ftrabit_state_t *ftrabit_state_first(void)
+{
+    return ftrabit_states;
+}
 
 int ftrabit_origin = FTR_ORIGIN_ORIGINAL;
 
@@ -44,11 +50,17 @@ int FTR_Origin(int *origin)
 static MPI_Comm ftrabit_last_comm = MPI_COMM_NULL;
 static ftrabit_state_t *ftrabit_last_state;
 
-static int ftrabit_state_detached(MPI_Comm comm, int keyval, void *value, void *extra)
+/* The application freed its handle (or recovery freed the one it replaced): the state and
+ * its own communicator stay, for the final agreement; the lookup cache forgets the handle,
+ * which a later communicator may reuse. */
+static int ftrabit_app_comm_deleted(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
+    ftrabit_state_t *st = attr;
     (void) keyval;
-    (void) value;
     (void) extra;
+    if (NULL != st && st->app_comm == comm) {
+        st->app_comm = MPI_COMM_NULL;
+    }
     if (comm == ftrabit_last_comm) {
         ftrabit_last_comm = MPI_COMM_NULL;
         ftrabit_last_state = NULL;
@@ -76,15 +88,22 @@ ftrabit_state_t *ftrabit_state_of(MPI_Comm comm)
     return st;
 }
 
-void ftrabit_state_attach(ftrabit_state_t *st, MPI_Comm comm)
+int ftrabit_state_hand_out(ftrabit_state_t *st, MPI_Comm *app)
 {
     if (MPI_KEYVAL_INVALID == ftrabit_keyval) {
         /* No copy function: a dup of an FTR communicator is a plain communicator. */
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ftrabit_state_detached, &ftrabit_keyval,
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ftrabit_app_comm_deleted, &ftrabit_keyval,
                                NULL);
     }
-    st->comm = comm;
-    MPI_Comm_set_attr(comm, ftrabit_keyval, st);
+    int err = MPI_Comm_dup(st->comm, app);
+    if (MPI_SUCCESS != err) {
+        *app = MPI_COMM_NULL;
+        return err;
+    }
+    MPI_Comm_set_errhandler(*app, MPI_ERRORS_RETURN);
+    MPI_Comm_set_attr(*app, ftrabit_keyval, st);
+    st->app_comm = *app;
+    return MPI_SUCCESS;
 }
 
 ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
@@ -93,6 +112,8 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
     if (NULL == st) {
         return NULL;
     }
+    st->comm = comm;
+    st->app_comm = MPI_COMM_NULL;
     st->orig_rank = orig_rank;
     st->orig_size = orig_size;
     ftrabit_cache_init(&st->results);
@@ -101,7 +122,8 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
     }
     ftrabit_bootstrap_init(&st->bootstrap);
     st->restart_version = 0;
-    ftrabit_state_attach(st, comm);
+    st->next = ftrabit_states;
+    ftrabit_states = st;
     return st;
 }
 
@@ -134,6 +156,26 @@ int FTR_Cache_memory(MPI_Comm comm, size_t *results, size_t *result_bytes, size_
     *result_bytes = m.result_bytes;
     *held_bytes = m.held_bytes;
     return MPI_SUCCESS;
+}
+
+void ftrabit_state_release_all(void)
+{
+    while (NULL != ftrabit_states) {
+        ftrabit_state_t *st = ftrabit_states;
+        ftrabit_states = st->next;
+        if (MPI_COMM_NULL != st->app_comm) {
+            /* Not &st->app_comm: the delete callback clears it while MPI_Comm_free runs. */
+            MPI_Comm app = st->app_comm;
+            MPI_Comm_free(&app);
+        }
+        if (MPI_COMM_NULL != st->comm) {
+            MPI_Comm_free(&st->comm);
+        }
+        ftrabit_state_free(st);
+    }
+    if (MPI_KEYVAL_INVALID != ftrabit_keyval) {
+        MPI_Comm_free_keyval(&ftrabit_keyval);
+    }
 }
 
 /* An int-valued control variable, or `fallback` when coll/ftrabit is not loaded. */
