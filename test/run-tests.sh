@@ -439,6 +439,7 @@ ft_spares kill-rank0-before-first-checkpoint 4 2 "0:3" 1 0
 ft_spares kill-same-rank-twice 4 2 "1:7 1:13" 2 0
 ft_spares spare-dies-waiting-then-rank1 4 2 "1:7" 1 0 --mca coll_ftrabit_test_kill_spare 4
 ft_spares spares-run-out-then-respawn 4 1 "1:7 3:12" 1 1
+ft_spares kill-in-the-last-iteration 4 2 "2:29:before-bcast" 1 0
 ft_spares unused 4 2 "" 0 0
 ft_spares spare-dies-unused 4 2 "" 0 0 --mca coll_ftrabit_test_kill_spare 5
 # A survivor dies right after the standby round, or in the catch-up a spare is part of: the
