@@ -8,6 +8,9 @@
  * with exactly the centroids of a run without failures.
  *
  * Usage: mpirun --with-ft ulfm -np 4 ./ftr_kmeans [options]
+ *    or: mpirun --with-ft ulfm --mca coll_ftrabit_spares 2 -np 6 ./ftr_kmeans [options]
+ *        (4 ranks and 2 warm spares; a spare that takes a dead rank's place prints
+ *        "rank R: spare takes over", a spawned replacement "rank R: replacement starts")
  *   --iterations N     (default 30)     --checkpoint-every N (default 5)
  *   --points N         per rank (20000) --clusters K (8)     --dims D (4)
  *   --kill R:I[:WHERE]  kill original rank R (SIGKILL) at iteration I; WHERE is
@@ -231,8 +234,9 @@ int main(int argc, char **argv)
         }
     }
     ftr_check(FTR_Init(&argc, &argv, &world), "FTR_Init");
-    MPI_Comm_get_parent(&parent);
-    is_replacement = parent != MPI_COMM_NULL;
+    int origin;
+    ftr_check(FTR_Origin(&origin), "FTR_Origin");
+    is_replacement = FTR_ORIGIN_ORIGINAL != origin; /* respawned, or a spare (see FTR_Init) */
     for (int i = 1; i < argc; i++) {
         int ok = i + 1 < argc;
         if (ok && !strcmp(argv[i], "--iterations")) iterations = atoi(argv[++i]);
@@ -316,7 +320,10 @@ int main(int argc, char **argv)
     }
     if (0 == rank || is_replacement) {
         printf("rank %d: %s at iteration %d (checkpoint version %d), %ld points in all\n", rank,
-               is_replacement ? "replacement starts" : "starts", start, version, total);
+               FTR_ORIGIN_SPARE == origin       ? "spare takes over"
+               : FTR_ORIGIN_RESPAWNED == origin ? "replacement starts"
+                                                : "starts",
+               start, version, total);
         fflush(stdout);
     }
 

@@ -85,11 +85,13 @@ static uint64_t fingerprint(const void *v, size_t n)
 int main(int argc, char **argv)
 {
     int steps = 40, every = 4, length = 4096, rank, size, version, recoveries = 0;
-    MPI_Comm world, parent;
+    MPI_Comm world;
+    int origin;
 
     FTR_Init(&argc, &argv, &world);
-    MPI_Comm_get_parent(&parent);
-    int is_replacement = MPI_COMM_NULL != parent;
+    FTR_Origin(&origin);
+    /* respawned, or a warm spare that took a dead rank (coll_ftrabit_spares) */
+    int is_replacement = FTR_ORIGIN_ORIGINAL != origin;
     if (parse_args(argc, argv, &steps, &every, &length)) {
         fprintf(stderr, "ulfm_allreduce: bad arguments (see the comment at the top of "
                         "examples/ulfm_allreduce.c)\n");
@@ -109,7 +111,8 @@ int main(int argc, char **argv)
     FTR_Load_checkpoint(&world, state, sizeof(double) * ((size_t) length + 1), &step_of_rank,
                         sizeof(step_of_rank), &version);
     if (is_replacement) {
-        printf("rank %d: replacement starts at step %d (checkpoint version %d)\n", rank,
+        printf("rank %d: %s at step %d (checkpoint version %d)\n", rank,
+               FTR_ORIGIN_SPARE == origin ? "spare takes over" : "replacement starts",
                (int) state[0], version);
         fflush(stdout);
     }

@@ -142,7 +142,7 @@ ompi_info_lists_ftrabit() {
           "$OMPI_PREFIX/bin/ompi_info" --param coll ftrabit --level 9) || return 1
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
-             bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib; do
+             bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib spares; do
         grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
     done
 }
@@ -172,6 +172,7 @@ unit test_ftrabit_cache
 unit test_ftrabit_pool
 unit test_ftrabit_bootstrap
 unit test_ftrabit_recovery
+unit test_ftrabit_spare_plan
 unit test_dr2_crc
 unit test_dr2_hdr
 unit test_dr2_window
@@ -210,6 +211,8 @@ mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" 
 # must have run), or, under the shrink policy, with the same fingerprint as a second run
 # with the same kills (the dead ranks' data is gone, so only determinism can be checked).
 # Both runs go through "${launch[@]}": a reference is kept per launcher.
+# With --mca coll_ftrabit_spares S among the options, NP counts the spares too, and the
+# reference is the plain run on NP-S ranks without spares: spares must not change a result.
 declare -A ft_reference
 ft_fingerprint() { sed -n 's/^final .* fingerprint \([0-9a-f]*\).*/\1/p' "$1" | head -n 1; }
 # KILLS: R:I[:WHERE] kills rank R at iteration I (the program's --kill); on the cluster,
@@ -251,15 +254,25 @@ ft_run() {
     name=$(ft_test_name "$label" "$np")
     selected "$name" || return 0
     local log=$logs/ft-$(echo "$label-np$np" | tr '/ ' '__').log
-    local shrink=0 rc timed_out
+    local shrink=0 rc timed_out spares=0 ref_opts=()
     [[ "$*" == *"recovery shrink"* ]] && shrink=1
-    local ref_key="${launch[*]} $prog $np $*"
+    local opts=("$@") i
+    for ((i = 0; i < ${#opts[@]}; i++)); do # the reference runs without spares
+        if [ "${opts[i]}" = --mca ] && [[ "${opts[i + 1]:-}" == coll_ftrabit_*spare* ]]; then
+            [ "${opts[i + 1]}" = coll_ftrabit_spares ] && spares=${opts[i + 2]}
+            i=$((i + 2))
+        else
+            ref_opts+=("${opts[i]}")
+        fi
+    done
+    local app=$((np - spares))
+    local ref_key="${launch[*]} $prog $app ${ref_opts[*]}"
     [ $shrink = 1 ] && ref_key="$ref_key $kills"
     if [ -z "${ft_reference[$ref_key]:-}" ]; then
         if [ $shrink = 1 ]; then
-            ft_launch "$prog" "$log.reference" "$np" "$kills" "$@"
+            ft_launch "$prog" "$log.reference" "$app" "$kills" "${ref_opts[@]}"
         else
-            ft_launch "$prog" "$log.reference" "$np" "" "$@"
+            ft_launch "$prog" "$log.reference" "$app" "" "${ref_opts[@]}"
         fi
         ft_reference[$ref_key]=$(ft_fingerprint "$log.reference")
     fi
@@ -275,8 +288,14 @@ ft_run() {
         fail "$name" "HANG after ${ft_timeout_s}s (kills: $kills)" "$log"
     elif [ "$got" != "$reference" ]; then
         fail "$name" "final fingerprint ${got:-missing}, reference run gave $reference (exit $rc)" "$log"
-    elif [ $shrink = 0 ] && ! grep -q "replacement starts" "$log"; then
+    elif [ $shrink = 0 ] && [ -n "$kills" ] && ! grep -Eq "replacement starts|spare takes over" "$log"; then
         fail "$name" "no replacement process ran" "$log"
+    elif [ "$spares" -gt 0 ] && ! grep -q "on $app ranks" "$log"; then
+        fail "$name" "the job did not finish on $app ranks" "$log"
+    elif [ -n "${ft_expect:-}" ] && [ "$(ft_takeovers "$log")" != "$ft_expect" ]; then
+        fail "$name" "expected $ft_expect, got $(ft_takeovers "$log")" "$log"
+    elif [ -z "$kills" ] && [[ "$*" != *test_kill* ]] && [ $rc -ne 0 ]; then
+        fail "$name" "no failure, but mpirun exited with $rc" "$log"
     elif [ $shrink = 1 ] && ! grep -q "on $((np - $(wc -w <<<"$kills"))) ranks" "$log"; then
         fail "$name" "the survivors did not finish on $((np - $(wc -w <<<"$kills"))) ranks" "$log"
     else
@@ -284,6 +303,22 @@ ft_run() {
     fi
 }
 ft() { ft_run ftr_kmeans "$@"; }
+# "S spare(s), R respawned": the replacements of a run, by origin.
+ft_takeovers() {
+    echo "$(grep -c "spare takes over" "$1") spare(s), $(grep -c "replacement starts" "$1") respawned"
+}
+# ft_spares LABEL APP SPARES KILLS TAKEOVERS RESPAWNS [mpirun options...]: ftr_kmeans on APP
+# ranks plus SPARES warm spares; exactly TAKEOVERS spares and RESPAWNS spawned processes
+# must have replaced dead ranks (a waiting spare costs nothing, so spares go first).
+ft_spares() { ft_spares_run ftr_kmeans "$@"; }
+ft_spares_run() {
+    local prog=$1 label=$2 app=$3 spares=$4 kills=$5
+    ft_expect="$6 spare(s), $7 respawned"
+    shift 7
+    ft_run "$prog" "spares/$label" "$((app + spares))" "$kills" \
+        --mca coll_ftrabit_spares "$spares" "$@"
+    ft_expect=
+}
 ft_timeout_s=${OMPIRES_FT_TIMEOUT:-60}
 
 # Both keepers of some results die together: a clear message and the end of the job. The
@@ -308,6 +343,44 @@ recovery_timeout_ends_the_job() {
         --mca coll_ftrabit_recovery_timeout 5 -np 3 "$build/examples/ftr_kmeans" \
         --kill 1:3 --replacement-stalls 20
     [ $timed_out = 0 ] && grep -q "recovery did not finish within coll_ftrabit_recovery_timeout" "$log"
+}
+
+# A waiting spare sleeps between tests for news (ftrabit_spares.c): over a run of several
+# seconds its CPU time (all its threads, getrusage) must stay under 5% of the time it
+# waited. A spare blocked in MPI instead polls a core for the whole run.
+spare_waits_without_cpu() {
+    local log=$logs/ft-spares-cpu.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 1 \
+        --mca coll_ftrabit_verbose 1 -np 3 "$build/examples/ftr_kmeans" --iterations 300 \
+        --points 100000
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -eq 0 ] || return 1
+    grep "spare released by FTR_Finalize after" "$log" | awk '
+        { for (i = 1; i <= NF; i++) { if ($i == "after") wait = $(i + 1); if ($i == "waiting,") cpu = $(i + 1) } }
+        END { printf "spare waited %s s, used %s s of CPU\n", wait, cpu
+              exit !(NR == 1 && wait >= 2 && cpu < 0.05 * wait) }'
+}
+
+# Recovery impossible while a spare still waits (both keepers of some results die; two of
+# three spares take their ranks): the job ends with the message, the last spare included.
+spares_lost_results_end_the_job() {
+    local log=$logs/ft-spares-lost-results.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 3 \
+        --mca coll_ftrabit_result_replicas 2 -np 9 "$build/examples/ftr_kmeans" \
+        --kill 2:8 --kill 3:8
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "recovery is not possible: results needed by a recovering rank" "$log"
+}
+
+# More spares than the job has processes: a clear message on every process, no hang.
+spares_refused_without_room() {
+    local log=$logs/ft-spares-refused.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 2 \
+        -np 2 "$build/examples/ftr_kmeans"
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "coll_ftrabit_spares 2: the job has no process left for the application" "$log"
 }
 
 # Shrink, rank 1 dies right before the last broadcast: the root has finished it and printed
@@ -396,6 +469,30 @@ check ft/types/shrink-bcast-root-died/np4 shrink_bcast_root_died
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
+# Warm spares (coll_ftrabit_spares): a spare takes each dead rank while any is left, then
+# respawn; every run bit-identical to the plain run on the application's ranks.
+ft_spares kill-one 4 2 "1:7" 1 0
+ft_spares kill-two-at-once 4 2 "1:7 2:7" 2 0
+ft_spares kill-three-with-two-spares 6 2 "1:7 3:7 5:7" 2 1
+ft_spares kill-rank0 4 2 "0:7" 1 0
+ft_spares kill-rank0-before-first-checkpoint 4 2 "0:3" 1 0
+ft_spares kill-same-rank-twice 4 2 "1:7 1:13" 2 0
+ft_spares spare-dies-waiting-then-rank1 4 2 "1:7" 1 0 --mca coll_ftrabit_test_kill_spare 4
+ft_spares spares-run-out-then-respawn 4 1 "1:7 3:12" 1 1
+ft_spares kill-in-the-last-iteration 4 2 "2:29:before-bcast" 1 0
+ft_spares unused 4 2 "" 0 0
+ft_spares spare-dies-unused 4 2 "" 0 0 --mca coll_ftrabit_test_kill_spare 5
+# A survivor dies right after the standby round, or in the catch-up a spare is part of: the
+# next round gives its rank to the other spare; with one spare, the second rank is respawned
+# from the communicator of the first round (survivors and the spare share no older one).
+ft_spares kill-during-recovery 4 2 "1:7" 2 0 --mca coll_ftrabit_test_kill_in_recovery 2
+ft_spares kill-during-catch-up 4 2 "1:7" 2 0 --mca coll_ftrabit_test_kill_in_catch_up 2
+ft_spares kill-during-catch-up-last-spare 4 1 "1:7" 1 1 --mca coll_ftrabit_test_kill_in_catch_up 2
+# An application that recovers with plain ULFM calls and FTR_Comm_recover.
+ft_spares_run ulfm_allreduce plain-ulfm-kill-rank0-and-two-more 5 2 "0:3 3:9 4:9" 2 1
+check ft/spares/wait-costs-no-cpu spare_waits_without_cpu
+check ft/spares/refused-without-room spares_refused_without_room
+check ft/spares/lost-results-end-the-job spares_lost_results_end_the_job
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
 # Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked
@@ -633,7 +730,7 @@ man_pages_installed() {
     local mandir=$build/stage/share/man f page out
     for f in ftrabit FTR_Init FTR_Finalize FTR_Allreduce FTR_Bcast FTR_Allreduce_bootstrap \
              FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Version FTR_Comm_recover \
-             FTR_Cache_memory; do
+             FTR_Cache_memory FTR_Origin; do
         page=$(man -M "$mandir" -w 3 "$f") || { echo "man 3 $f: not installed"; return 1; }
         echo "$f: $page"
         out=$(MANWIDTH=80 man --warnings=w -M "$mandir" 3 "$f" 2>&1 >/dev/null)

@@ -42,6 +42,8 @@ typedef struct {
     int local_replicas;
     int result_replicas;
     int result_pool_mib;           /* idle result buffers kept for reuse; -1: no bound */
+    int spares;                    /* warm spare processes started with the job */
+    int test_kill_spare;           /* world rank of a spare that dies while waiting, or -1 */
 
     /* Counters exported as MPI_T performance variables. */
     unsigned long allreduce_calls;

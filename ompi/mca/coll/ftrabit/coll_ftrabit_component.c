@@ -242,6 +242,23 @@ static int ftrabit_register(void)
                  "the pool never holds more than the last interval's results did; 0: keep none)",
                  OPAL_INFO_LVL_5, &c->result_pool_mib);
 
+    c->spares = 0;
+    register_int("spares",
+                 "FTR_* API, respawn policy: how many of the job's processes wait as warm spares "
+                 "instead of running the application (start the job with that many processes "
+                 "more). They wait inside FTR_Init without using the CPU, are spread over the "
+                 "job's nodes, and on a failure one takes each dead rank's place at once, "
+                 "without starting a process; when none is left, replacements are spawned as "
+                 "usual. Unused spares leave (MPI_Finalize, exit status 0) when the "
+                 "application calls FTR_Finalize. 0: no spares",
+                 OPAL_INFO_LVL_4, &c->spares);
+
+    c->test_kill_spare = -1;
+    register_int("test_kill_spare",
+                 "For testing spares: the spare with this MPI_COMM_WORLD rank kills itself "
+                 "(SIGKILL) as soon as it starts waiting (-1: never)",
+                 OPAL_INFO_LVL_9, &c->test_kill_spare);
+
     register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
                      &c->allreduce_calls);
     register_counter("bcast_calls", "Number of MPI_Bcast calls served by coll ftrabit",
@@ -267,6 +284,10 @@ static int ftrabit_open(void)
     if (c->local_replicas < 1) {
         return refuse_param("coll_ftrabit_local_replicas", c->local_replicas,
                             "At least one neighbour must keep a copy of each local checkpoint.");
+    }
+    if (c->spares < 0) {
+        return refuse_param("coll_ftrabit_spares", c->spares,
+                            "Use 0 for no spares, or the number of spare processes.");
     }
     if (c->result_replicas < 0) {
         return refuse_param("coll_ftrabit_result_replicas", c->result_replicas,

@@ -30,9 +30,23 @@ extern "C" {
 
 /* MPI_Init_thread if needed. *world: a dup of MPI_COMM_WORLD in an original process, or,
  * in a replacement started by recovery, the rebuilt communicator in which it holds the
- * rank of the process it replaces. Same size, same ranks. */
+ * rank of the process it replaces. Same size, same ranks.
+ * With coll_ftrabit_spares N (start the job with N processes more), N processes of
+ * MPI_COMM_WORLD wait inside FTR_Init as spares and *world holds the others (ranks in
+ * MPI_COMM_WORLD order). A spare returns from FTR_Init only when it takes a dead rank's
+ * place (as a replacement does); an unused spare never returns: when the application calls
+ * FTR_Finalize, it calls MPI_Finalize and exit(0) inside FTR_Init. Code before FTR_Init
+ * runs in every process, code after it only in those that hold a rank. */
 FTR_EXPORT int FTR_Init(int *argc, char ***argv, MPI_Comm *world);
+/* Releases unused spares, then MPI_Finalize. With spares, end with FTR_Finalize, not with
+ * MPI_Finalize alone: the spares would wait for ever. */
 FTR_EXPORT int FTR_Finalize(void);
+
+/* How this process came to hold its rank. */
+#define FTR_ORIGIN_ORIGINAL 0  /* started by mpirun with the job */
+#define FTR_ORIGIN_RESPAWNED 1 /* started by recovery (MPI_Comm_spawn) to replace a dead rank */
+#define FTR_ORIGIN_SPARE 2     /* a warm spare (coll_ftrabit_spares) that took a dead rank */
+FTR_EXPORT int FTR_Origin(int *origin);
 
 /* In place. While recovery is possible they never return a process-failure error: they
  * recover (replacing *comm by the rebuilt communicator) and complete the operation. */

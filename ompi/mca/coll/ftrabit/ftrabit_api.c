@@ -97,6 +97,9 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
     if (MPI_COMM_NULL != parent) {
         return ftrabit_join_as_replacement(parent, world);
     }
+    if (ftrabit_settings.spares > 0) {
+        return ftrabit_spares_init(world); /* in a spare: once it replaces a dead rank */
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm own;
@@ -130,6 +133,7 @@ int FTR_Finalize(void)
             err = e;
         }
     }
+    ftrabit_spares_release(); /* agreed: no recovery will need them */
     ftrabit_state_release_all();
     if (ftrabit_spawned) {
         MPI_Comm parent;

@@ -38,6 +38,8 @@ typedef struct {
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
     int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */
     int test_kill_in_catch_up; /* ... in a catch-up with a replacement in it (-1: none) */
+    int spares;                /* warm spares the job was started with (ftrabit_spares.c) */
+    int test_kill_spare;       /* world rank of a spare that dies while waiting (-1: none) */
     int verbose;
 } ftrabit_settings_t;
 
@@ -76,6 +78,8 @@ typedef struct ftrabit_state {
     int replacement;           /* started by recovery; cleared once caught up */
     int announces_recovery;    /* rank 0 of the survivors in the last rebuild */
     int restart_version;       /* what FTR_Load_checkpoint hands a replacement */
+    int spares_taken;          /* spares that took dead ranks in the last recovery */
+    int respawned;             /* processes spawned in the last recovery */
     int recoveries;            /* how many recoveries this process took part in */
     double last_recovery_seconds;
 } ftrabit_state_t;
@@ -85,6 +89,8 @@ extern char *ftrabit_program;
 extern char **ftrabit_program_argv;
 /* Process-wide: this process was started by a recovery (it joined as a replacement). */
 extern int ftrabit_spawned;
+/* Process-wide: FTR_ORIGIN_* (FTR_Origin). */
+extern int ftrabit_origin;
 
 /* The state of an application handle (FTR_Init's or recovery's), or NULL. */
 ftrabit_state_t *ftrabit_state_of(MPI_Comm comm);
@@ -115,6 +121,28 @@ int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm);
 int ftrabit_final_agreement(ftrabit_state_t *st);
 /* In a replacement: join the survivors' rebuilt communicator and catch up. */
 int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world);
+
+/* Warm spares (ftrabit_spares.c). The outcome of a standby round, in one process. */
+typedef struct {
+    int rank;          /* the application rank it holds afterwards (-1: a spare still) */
+    MPI_Comm filled;   /* survivors and the spares that took dead ranks, in rank order */
+    int unfilled;      /* dead ranks no spare took: to respawn */
+    int taken;         /* spares that took dead ranks */
+    double started;    /* MPI_Wtime when this process entered the round */
+} ftrabit_spares_round_t;
+/* FTR_Init with coll_ftrabit_spares > 0: in an application process, *world is its
+ * communicator; a spare returns only once it took a dead rank's place (*world is then the
+ * rebuilt communicator), or never (released by FTR_Finalize, it exits). */
+int ftrabit_spares_init(MPI_Comm *world);
+/* Spares are waiting: recoveries go through a standby round. */
+int ftrabit_spares_active(void);
+/* Every live member of the standby communicator (survivors: my_rank is their rank;
+ * spares: -1) takes part; recovery runs it instead of shrinking its communicator. */
+int ftrabit_spares_round(int my_rank, ftrabit_spares_round_t *out);
+/* FTR_Finalize: waiting spares leave. */
+void ftrabit_spares_release(void);
+/* In a spare chosen by a round: complete the rebuild with the survivors and catch up. */
+int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI_Comm *world);
 
 /* The catch-up exchange over a rebuilt communicator (both sides). */
 /* *plan_failed: the error is the plan's (every rank computed the same one, no transfer

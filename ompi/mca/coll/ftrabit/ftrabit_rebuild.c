@@ -86,6 +86,7 @@ static int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebui
     }
     MPI_Comm_rank(shrunk, &rank);
     ftrabit_log(1, "respawning %d process(es), first original rank %d", ndead, dead[0]);
+    st->respawned += ndead;
 
     MPI_Info_create(&info);
     /* Replacements go where the dead ones were allowed to be: a full node must not stop
@@ -254,11 +255,8 @@ static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st)
 {
     static int recoveries_seen;
 
-    MPI_Comm parent;
-
-    MPI_Comm_get_parent(&parent);
     if (st->orig_rank == ftrabit_settings.test_kill_in_recovery && 0 == recoveries_seen++
-        && MPI_COMM_NULL == parent) {
+        && FTR_ORIGIN_ORIGINAL == ftrabit_origin) {
         fprintf(stderr, "ftrabit: original rank %d killing itself during recovery "
                         "(coll_ftrabit_test_kill_in_recovery)\n", st->orig_rank);
         fflush(stderr);
@@ -266,29 +264,27 @@ static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st)
     }
 }
 
-/* One rebuild of `current`: the new communicator in *rebuilt. */
-static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking,
-                           MPI_Comm *rebuilt)
+/* The failed set is known and `present` holds the survivors (and the spares that took dead
+ * ranks), in rank order: respawn what is missing, unless shrinking. `missing`: how many
+ * ranks are missing (-1: not known, found by ftrabit_respawn). On success `present` is
+ * freed or handed on as *rebuilt. After a standby round (missing >= 0), a process failure
+ * hands `present` on too: survivors and spares that took ranks share no older communicator,
+ * so the next rebuild must start from this one on every side. */
+static int ftrabit_complete_rebuild(ftrabit_state_t *st, MPI_Comm present, int missing,
+                                    int *shrinking, MPI_Comm *rebuilt)
 {
-    MPI_Comm shrunk = MPI_COMM_NULL;
-    int err;
+    int err, rank;
 
-    MPIX_Comm_revoke(current);
-    err = MPIX_Comm_shrink(current, &shrunk);
-    if (MPI_SUCCESS != err) {
-        ftrabit_log(0, "MPIX_Comm_shrink failed (%d)", err);
-        return err;
-    }
-    MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
+    *rebuilt = MPI_COMM_NULL;
+    MPI_Comm_set_errhandler(present, MPI_ERRORS_RETURN);
     ftrabit_maybe_die_for_test(st);
-    int shrunk_rank;
-    MPI_Comm_rank(shrunk, &shrunk_rank);
-    st->announces_recovery = 0 == shrunk_rank;
-    if (*shrinking) {
-        *rebuilt = shrunk;
+    MPI_Comm_rank(present, &rank);
+    st->announces_recovery = 0 == rank;
+    if (*shrinking || 0 == missing) {
+        *rebuilt = present;
         return MPI_SUCCESS;
     }
-    err = ftrabit_respawn(st, shrunk, rebuilt);
+    err = ftrabit_respawn(st, present, rebuilt);
     if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)
         && FTRABIT_RECOVER_SHRINK == ftrabit_settings.recovery_fallback) {
         fprintf(stderr, "ftrabit: replacement processes could not be started (error %d); "
@@ -296,11 +292,46 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
                 err);
         ftrabit_settings.policy = FTRABIT_RECOVER_SHRINK;
         *shrinking = 1;
-        *rebuilt = shrunk;
+        *rebuilt = present;
         return MPI_SUCCESS;
     }
-    MPI_Comm_free(&shrunk);
+    if (MPI_SUCCESS != err && missing >= 0 && ftrabit_is_process_failure(err)) {
+        *rebuilt = present;
+        return err;
+    }
+    if (MPI_SUCCESS != err) {
+        *rebuilt = MPI_COMM_NULL;
+    }
+    MPI_Comm_free(&present);
     return err;
+}
+
+/* One rebuild of `current`: the new communicator in *rebuilt. While spares wait, they and
+ * the survivors agree on the failed set in a standby round (ftrabit_spares.c) instead of a
+ * shrink of `current`. */
+static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking,
+                           MPI_Comm *rebuilt)
+{
+    MPI_Comm shrunk = MPI_COMM_NULL;
+    int err;
+
+    *rebuilt = MPI_COMM_NULL;
+    MPIX_Comm_revoke(current);
+    if (!*shrinking && ftrabit_spares_active()) {
+        ftrabit_spares_round_t round;
+        err = ftrabit_spares_round(st->orig_rank, &round);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+        st->spares_taken += round.taken;
+        return ftrabit_complete_rebuild(st, round.filled, round.unfilled, shrinking, rebuilt);
+    }
+    err = MPIX_Comm_shrink(current, &shrunk);
+    if (MPI_SUCCESS != err) {
+        ftrabit_log(0, "MPIX_Comm_shrink failed (%d)", err);
+        return err;
+    }
+    return ftrabit_complete_rebuild(st, shrunk, -1, shrinking, rebuilt);
 }
 
 /* The catch-up ends in one agreement on its outcome. Ranks whose transfers did not touch
@@ -441,11 +472,13 @@ static int ftrabit_rebuild_loop(ftrabit_state_t *st, int *shrinking)
         MPI_Comm rebuilt = MPI_COMM_NULL;
 
         err = ftrabit_rebuild(st, current, shrinking, &rebuilt);
-        if (MPI_SUCCESS == err) {
+        if (MPI_COMM_NULL != rebuilt) { /* also after some failures: see complete_rebuild */
             MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
             MPI_Comm_free(&current);
             st->comm = rebuilt;
             current = rebuilt;
+        }
+        if (MPI_SUCCESS == err) {
             err = ftrabit_catch_up_agreed(st);
         }
         if (MPI_SUCCESS == err || !ftrabit_is_process_failure(err)) {
@@ -464,12 +497,16 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
 {
     int size;
 
+    const char *how = shrinking ? "shrink"
+                      : 0 == st->spares_taken ? "respawn"
+                      : 0 == st->respawned ? "spares"
+                                           : "spares, then respawn";
+
     MPI_Comm_size(st->comm, &size);
     if (st->announces_recovery) {
         fprintf(stderr, "ftrabit: recovered from a process failure in %.3f s (%s; %d ranks, "
                         "catching up to collective %llu)\n",
-                st->last_recovery_seconds, shrinking ? "shrink" : "respawn", size,
-                (unsigned long long) st->served_until);
+                st->last_recovery_seconds, how, size, (unsigned long long) st->served_until);
         fflush(stderr);
     }
 }
@@ -550,6 +587,8 @@ int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
     if (FTRABIT_RECOVER_ABORT == ftrabit_settings.policy) {
         ftrabit_abort_policy(st);
     }
+    st->spares_taken = 0;
+    st->respawned = 0;
     if (!shrinking) {
         watched = ftrabit_watchdog_arm(st->orig_rank, &watchdog);
     }
@@ -577,6 +616,7 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
     int err;
 
     ftrabit_spawned = 1;
+    ftrabit_origin = FTR_ORIGIN_RESPAWNED;
     *world = MPI_COMM_NULL;
     err = ftrabit_join(parent, &st);
 
@@ -593,6 +633,46 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
         }
     } else if (MPI_SUCCESS == err) {
         err = ftrabit_state_hand_out(st, world);
+    }
+    if (watched) {
+        ftrabit_watchdog_disarm(watchdog);
+    }
+    return err;
+}
+
+/* A spare chosen by a standby round: the same steps as the survivors from there on (the
+ * rest of the rebuild, the catch-up, further rebuilds), then FTR_Init returns. */
+int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI_Comm *world)
+{
+    double start = round->started; /* it was woken for this recovery */
+    pthread_t watchdog;
+    int watched = ftrabit_watchdog_arm(-1, &watchdog);
+    int shrinking = 0, err = MPI_ERR_NO_MEM;
+    MPI_Comm rebuilt = MPI_COMM_NULL;
+    ftrabit_state_t *st = ftrabit_state_new(round->filled, round->rank, app_size);
+
+    ftrabit_origin = FTR_ORIGIN_SPARE;
+    *world = MPI_COMM_NULL;
+    if (NULL != st) {
+        st->replacement = 1;
+        st->spares_taken = round->taken;
+        ftrabit_log(1, "spare takes the place of rank %d", round->rank);
+        err = ftrabit_complete_rebuild(st, round->filled, round->unfilled, &shrinking, &rebuilt);
+        st->comm = rebuilt; /* round->filled was freed, or is rebuilt */
+        if (MPI_COMM_NULL != rebuilt) {
+            MPI_Comm_set_errhandler(rebuilt, MPI_ERRORS_RETURN);
+        }
+        if (MPI_SUCCESS == err) {
+            err = ftrabit_catch_up_agreed(st);
+        }
+        if (MPI_SUCCESS != err && ftrabit_is_process_failure(err)) {
+            ftrabit_log(1, "a failure while this spare caught up (%d); rebuilding with the "
+                           "survivors", err);
+            err = ftrabit_rebuild_loop(st, &shrinking);
+        }
+        if (MPI_SUCCESS == err) {
+            err = ftrabit_finish_recovery(st, world, shrinking, start);
+        }
     }
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);

@@ -18,6 +18,8 @@ ftrabit_settings_t ftrabit_settings = {
     .recovery_fallback = FTRABIT_RECOVER_ABORT,
     .test_kill_in_recovery = -1,
     .test_kill_in_catch_up = -1,
+    .spares = 0,
+    .test_kill_spare = -1,
     .verbose = 0,
 };
 
@@ -29,27 +31,39 @@ ftrabit_state_t *ftrabit_state_first(void)
     return ftrabit_states;
 }
 
+int ftrabit_origin = FTR_ORIGIN_ORIGINAL;
+
+int FTR_Origin(int *origin)
+{
+    if (NULL == origin) {
+        return MPI_ERR_ARG;
+    }
+    *origin = ftrabit_origin;
+    return MPI_SUCCESS;
+}
+
 /* The communicator looked up last and its state: FTR_* calls on one communicator in a row
  * skip the attribute lookup (a hash table under a lock: about a third of what the FTR_*
- * layer adds to an 8-byte allreduce). */
+ * layer adds to an 8-byte allreduce). The attribute's delete callback forgets it when that
+ * communicator is freed or its attribute replaced, so a handle that a later communicator
+ * reuses never finds a stale state. */
 static MPI_Comm ftrabit_last_comm = MPI_COMM_NULL;
 static ftrabit_state_t *ftrabit_last_state;
 
-/* The attribute's delete callback: the application freed its handle (or recovery freed the
- * one it replaced). The state and its own communicator stay, for the final agreement; the
- * lookup shortcut forgets the handle, so one that a later communicator reuses never finds a
- * stale state. */
+/* The application freed its handle (or recovery freed the one it replaced): the state and
+ * its own communicator stay, for the final agreement; the lookup cache forgets the handle,
+ * which a later communicator may reuse. */
 static int ftrabit_app_comm_deleted(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     ftrabit_state_t *st = attr;
     (void) keyval;
     (void) extra;
+    if (NULL != st && st->app_comm == comm) {
+        st->app_comm = MPI_COMM_NULL;
+    }
     if (comm == ftrabit_last_comm) {
         ftrabit_last_comm = MPI_COMM_NULL;
         ftrabit_last_state = NULL;
-    }
-    if (NULL != st && st->app_comm == comm) {
-        st->app_comm = MPI_COMM_NULL;
     }
     return MPI_SUCCESS;
 }
@@ -202,6 +216,8 @@ void ftrabit_read_settings(void)
                                                      s->test_kill_in_recovery);
     s->test_kill_in_catch_up = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_catch_up",
                                                      s->test_kill_in_catch_up);
+    s->spares = ftrabit_read_int_cvar("coll_ftrabit_spares", s->spares);
+    s->test_kill_spare = ftrabit_read_int_cvar("coll_ftrabit_test_kill_spare", s->test_kill_spare);
     s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
     MPI_T_finalize();
     if (FTRABIT_RECOVER_SHRINK == s->policy) {
