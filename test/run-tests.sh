@@ -306,6 +306,10 @@ ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
 # the replacement stays for the next rebuild instead of leaving.
 ft kill-during-catch-up 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2
 ft kill-during-catch-up-of-rank0 5 "0:9:after-allreduce" --mca coll_ftrabit_test_kill_in_catch_up 4
+# The same with results of 17 KiB (rendezvous on sm): transfers between live ranks that
+# stopped receiving must not wait on each other.
+ft kill-during-catch-up-large-results 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2 \
+    -- --clusters 200 --dims 10 --points 4000
 # Everything over TCP: survivors writing to the dead rank must get EPIPE, not SIGPIPE.
 ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
