@@ -364,6 +364,13 @@ check ft/types/shrink-bcast-root-died/np4 shrink_bcast_root_died
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
+# A failure inside FTR_Checkpoint when the collectives are plain MPI ones: the survivors used
+# to retry the checkpoint and wait in its ring exchange while the replacement replayed
+# plain collectives from the previous version; now the checkpoint returns a process failure
+# and everybody rolls back.
+ft_run ulfm_allreduce plain-ulfm/kill-in-checkpoint 4 "1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-two-in-checkpoint 4 "2:7:checkpoint 1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-in-first-checkpoint 4 "3:3:checkpoint"
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
 mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
