@@ -6,27 +6,42 @@
  *   TRIALS            timed trials per size and variant; medians are reported (default 7)
  *   TRIAL_SECONDS     about how long one trial should take (default 0.06)
  *   CHECKPOINT_EVERY  FTR_Checkpoint after this many FTR calls, outside the timed
- *                     loop (default 0: after every trial)
+ *                     loop (default 0: after every trial). Before the trials of each
+ *                     size, two untimed intervals of that many calls: the first interval
+ *                     with a new size fills the result pool (its pages fault in once),
+ *                     the second is the steady state, where the memory is reported; the
+ *                     trials measure the steady state an application sees from its
+ *                     second checkpoint interval on.
  *
  * In one job, on the communicator FTR_Init returns, it times the same in-place operation
  * on the same buffer two ways:
  *   mpi  MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, world)
  *        (or MPI_Bcast(buf, n, MPI_DOUBLE, 0, world))
  *   ftr  FTR_Allreduce(buf, n, MPI_DOUBLE, MPI_SUM, &world) (or FTR_Bcast): the same call
- *        plus what makes recovery possible: a sequence number, a copy of the input (kept
- *        for a retry) and a copy of the result in the cache until the next checkpoint.
+ *        plus what makes recovery possible: a sequence number, the input kept for a retry,
+ *        a copy of the result in the cache until the next checkpoint;
+ *   copy the mpi call followed by a memcpy of the result into one other buffer: the least
+ *        that any way of keeping results adds (the result must be in a second place), a
+ *        floor for ftr.
  * Whichever coll component Open MPI selects serves both (ftrabit under bench/run-recovery.sh),
  * so the difference is the FTR_* layer alone. Trials alternate between the two variants
- * (the order flips every trial) with the same iteration count, so machine noise hits both
+ * (the order rotates every trial) with the same iteration count, so machine noise hits all
  * alike. The cache grows by one result per call until FTR_Checkpoint empties it, as in an
  * application that checkpoints; the checkpoints (an agreement each) are not timed. Their
  * cost per call is amortised over an application's checkpoint interval and is not part of
  * this measurement.
  *
  * Rank 0 prints comment lines starting with '#', then one line per size:
- *   BYTES MPI_USEC FTR_USEC RATIO RATIO_MIN RATIO_MAX
+ *   BYTES MPI_USEC FTR_USEC RATIO RATIO_MIN RATIO_MAX RATIO_PAIRED KEPT HELD_KEPT HELD_BETWEEN
+ *   COPY_USEC COPY_RATIO COPY_RATIO_PAIRED
  * per trial the slowest rank's mean time per call; per variant the median over trials;
- * RATIO = FTR_USEC / MPI_USEC; RATIO_MIN/MAX over the trials' paired ratios.
+ * RATIO = FTR_USEC / MPI_USEC; RATIO_MIN/MAX/PAIRED: lowest, highest and median of the
+ * trials' paired ratios. Memory (FTR_Cache_memory, the largest over the ranks, at the end of
+ * the second untimed interval, or with CHECKPOINT_EVERY 0 at the checkpoints after the
+ * trials): KEPT, the results held right before the checkpoint; HELD_KEPT, the bytes held
+ * then (results, pool, index); HELD_BETWEEN, the bytes held right after it, until the next
+ * interval's results reuse them. COPY_*: the copy variant's median, its ratio to MPI_USEC
+ * and its median paired ratio.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -53,12 +68,36 @@
 
 static int is_bcast;
 static MPI_Comm world;
-static double *buf;
+static double *buf, *copy_dst;
 static long since_checkpoint, checkpoint_every;
+
+/* What the cache held at the checkpoints of the current size (largest seen). */
+static unsigned long mem_kept, mem_held_kept, mem_held_between;
+static int mem_sampling = 1;
+
+static void sample_memory(int before_checkpoint)
+{
+    size_t results, bytes, held;
+    if (!mem_sampling) {
+        return;
+    }
+    CHECK(FTR_Cache_memory(world, &results, &bytes, &held));
+    if (before_checkpoint) {
+        mem_kept = results > mem_kept ? results : mem_kept;
+        mem_held_kept = held > mem_held_kept ? held : mem_held_kept;
+    } else {
+        mem_held_between = held > mem_held_between ? held : mem_held_between;
+    }
+}
+
+enum { VARIANT_MPI = 0, VARIANT_FTR = 1, VARIANT_COPY = 2 };
 
 static void run_once(int ftr, int n)
 {
-    if (ftr) {
+    if (VARIANT_COPY == ftr) {
+        run_once(VARIANT_MPI, n);
+        memcpy(copy_dst, buf, sizeof(double) * (size_t) n);
+    } else if (ftr) {
         if (is_bcast) {
             CHECK(FTR_Bcast(buf, n, MPI_DOUBLE, 0, &world));
         } else {
@@ -78,7 +117,9 @@ static void maybe_checkpoint(int force)
     static long model;
     if (since_checkpoint > 0 && (force || (checkpoint_every > 0 && since_checkpoint >= checkpoint_every))) {
         model++;
+        sample_memory(1);
         CHECK(FTR_Checkpoint(&world, &model, sizeof(model), &model, sizeof(model)));
+        sample_memory(0);
         since_checkpoint = 0;
     }
 }
@@ -92,16 +133,19 @@ static double time_batch(int ftr, int n, long iters)
     t0 = MPI_Wtime();
     for (long i = 0; i < iters; i++) {
         run_once(ftr, n);
-        if (ftr && checkpoint_every > 0 && since_checkpoint >= checkpoint_every) {
+        if (VARIANT_FTR == ftr && checkpoint_every > 0 && since_checkpoint >= checkpoint_every) {
             mine += MPI_Wtime() - t0;
             maybe_checkpoint(0);
+            /* The agreement lets ranks go at different times; that skew is the
+             * checkpoint's cost, not the next call's. */
+            CHECK(MPI_Barrier(world));
             t0 = MPI_Wtime();
         }
     }
     mine += MPI_Wtime() - t0;
     mine /= (double) iters;
     CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    if (ftr && checkpoint_every == 0) {
+    if (VARIANT_FTR == ftr && checkpoint_every == 0) {
         maybe_checkpoint(1);
     }
     return slowest;
@@ -164,6 +208,7 @@ int main(int argc, char **argv)
     int rank, size, trials = 7;
     unsigned long max_bytes = 16UL << 20;
     double trial_sec = 0.06, t_mpi[MAX_TRIALS], t_ftr[MAX_TRIALS], ratio[MAX_TRIALS];
+    double t_copy[MAX_TRIALS], ratio_copy[MAX_TRIALS];
 
     CHECK(FTR_Init(&argc, &argv, &world));
     MPI_Comm_rank(world, &rank);
@@ -187,32 +232,54 @@ int main(int argc, char **argv)
     }
     size_t max_count = max_bytes / sizeof(double);
     buf = calloc(max_count, sizeof(double));
-    if (NULL == buf) {
+    copy_dst = calloc(max_count, sizeof(double));
+    if (NULL == buf || NULL == copy_dst) {
         fprintf(stderr, "ftr_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (0 == rank) {
         printf("# ftr_bench %s: %d ranks, MPI_DOUBLE%s, in place, %d paired trials of ~%.3f s, "
-               "checkpoint %s\n",
-               argv[1], size, is_bcast ? " from root 0" : " MPI_SUM", trials, trial_sec,
-               checkpoint_every ? "every CHECKPOINT_EVERY FTR calls" : "after every trial");
-        printf("# bytes mpi_usec ftr_usec ratio ratio_min ratio_max\n");
+               "checkpoint ",
+               argv[1], size, is_bcast ? " from root 0" : " MPI_SUM", trials, trial_sec);
+        if (checkpoint_every) {
+            printf("every %ld FTR calls\n", checkpoint_every);
+        } else {
+            printf("after every trial\n");
+        }
+        printf("# bytes mpi_usec ftr_usec ratio ratio_min ratio_max ratio_paired kept "
+               "held_kept_bytes held_between_bytes copy_usec copy_ratio copy_ratio_paired\n");
         fflush(stdout);
     }
     for (size_t count = 1; count <= max_count; count *= 2) {
         int n = (int) count;
         verify(n, rank, size);
         long iters = calibrate(n, trial_sec);
+        for (int interval = 0; interval < 2 && checkpoint_every > 0; interval++) {
+            mem_sampling = interval == 1; /* the steady state's memory */
+            mem_kept = mem_held_kept = mem_held_between = 0;
+            for (long i = 0; i < checkpoint_every; i++) {
+                run_once(1, n);
+            }
+            maybe_checkpoint(1);
+        }
+        mem_sampling = 0 == checkpoint_every;
+        if (mem_sampling) {
+            mem_kept = mem_held_kept = mem_held_between = 0;
+        }
         for (int t = 0; t < trials; t++) {
-            if (t % 2) {
-                t_ftr[t] = time_batch(1, n, iters);
-                t_mpi[t] = time_batch(0, n, iters);
-            } else {
-                t_mpi[t] = time_batch(0, n, iters);
-                t_ftr[t] = time_batch(1, n, iters);
+            /* mpi next to each of the others, the order rotating from trial to trial */
+            static const int orders[4][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}};
+            for (int k = 0; k < (is_bcast ? 2 : 3); k++) {
+                int v = is_bcast ? (t + k) % 2 : orders[t % 4][k];
+                double s = time_batch(v, n, iters);
+                *(VARIANT_MPI == v ? &t_mpi[t] : VARIANT_FTR == v ? &t_ftr[t] : &t_copy[t]) = s;
             }
             ratio[t] = t_ftr[t] / t_mpi[t];
+            ratio_copy[t] = is_bcast ? 0 : t_copy[t] / t_mpi[t];
         }
+        maybe_checkpoint(1); /* the next size starts with an empty cache */
+        unsigned long mem[3] = {mem_kept, mem_held_kept, mem_held_between}, mem_max[3];
+        CHECK(MPI_Allreduce(mem, mem_max, 3, MPI_UNSIGNED_LONG, MPI_MAX, MPI_COMM_WORLD));
         if (0 == rank) {
             double lo = ratio[0], hi = ratio[0];
             for (int t = 1; t < trials; t++) {
@@ -220,12 +287,16 @@ int main(int argc, char **argv)
                 if (ratio[t] > hi) hi = ratio[t];
             }
             double m = median(t_mpi, trials), f = median(t_ftr, trials);
-            printf("%zu %.3f %.3f %.4f %.4f %.4f\n", count * sizeof(double), 1e6 * m, 1e6 * f,
-                   f / m, lo, hi);
+            double c = is_bcast ? 0 : median(t_copy, trials);
+            printf("%zu %.3f %.3f %.4f %.4f %.4f %.4f %lu %lu %lu %.3f %.4f %.4f\n",
+                   count * sizeof(double), 1e6 * m, 1e6 * f, f / m, lo, hi,
+                   median(ratio, trials), mem_max[0], mem_max[1], mem_max[2], 1e6 * c, c / m,
+                   median(ratio_copy, trials));
             fflush(stdout);
         }
     }
     free(buf);
+    free(copy_dst);
     MPI_Comm_free(&world);
     FTR_Finalize();
     return 0;

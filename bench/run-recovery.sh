@@ -18,21 +18,18 @@
 # Both kill positions are measured: KILL_ITS (default "5 9" with EVERY 5: just after a
 # checkpoint, and just before the next one, 4 more iterations to redo).
 #
-# Part "overhead": bench/ftr_bench allreduce (FTR_Allreduce against MPI_Allreduce on the
-# same in-place buffer, in the same job, paired trials), 8 B .. MAX_BYTES, NPS_OVERHEAD.
+# The failure-free cost of the FTR_* layer is measured by bench/run-ftr-overhead.sh.
 #
 # Writes, under OUT (default docs/bench):
 #   recovery.dat, recovery.png         recovery time per method, np and kill iteration
-#   ftr-overhead-np<N>.dat, .png       per size: medians and the ratio FTR/MPI
 #   recovery.md                        the tables and how they were measured
 # Raw output goes to RAW (default BUILD/bench-logs/recovery).
 #
 # Usage: bench/run-recovery.sh
 # Environment (all optional):
 #   BUILD (default _build), COMPONENT_DIR (default BUILD/stage/lib/openmpi)
-#   PARTS="recovery overhead"  NPS="4 8"  REPS=5  METHODS="none respawn shrink failall"
+#   PARTS=recovery  NPS="4 8"  REPS=5  METHODS="none respawn shrink failall"
 #   KILL_RANK=1 KILL_ITS="5 9" EVERY=5 ITERATIONS=16 POINTS=400000 (per rank)
-#   NPS_OVERHEAD="2 4" ROUNDS=3 TRIALS=7 TRIAL_SECONDS=0.06 MAX_BYTES=16777216
 #   QUIET_WAIT=30  before each run, wait up to this many seconds for a quiet machine
 #   OUT, RAW
 set -euo pipefail
@@ -41,7 +38,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/.." && pwd)
 BUILD=$(cd "${BUILD:-$top/_build}" && pwd)
 COMPONENT_DIR=${COMPONENT_DIR:-$BUILD/stage/lib/openmpi}
-PARTS=${PARTS:-recovery overhead}
+PARTS=${PARTS:-recovery}
 NPS=${NPS:-4 8}
 REPS=${REPS:-5}
 METHODS=${METHODS:-none respawn shrink failall}
@@ -50,11 +47,6 @@ KILL_ITS=${KILL_ITS:-5 9}
 EVERY=${EVERY:-5}
 ITERATIONS=${ITERATIONS:-16}
 POINTS=${POINTS:-400000}
-NPS_OVERHEAD=${NPS_OVERHEAD:-2 4}
-ROUNDS=${ROUNDS:-3}
-TRIALS=${TRIALS:-7}
-TRIAL_SECONDS=${TRIAL_SECONDS:-0.06}
-MAX_BYTES=${MAX_BYTES:-16777216}
 QUIET_WAIT=${QUIET_WAIT:-30}
 OUT=${OUT:-$top/docs/bench}
 RAW=${RAW:-$BUILD/bench-logs/recovery}
@@ -64,9 +56,8 @@ bench_name=run-recovery
 . "$top/bench/bench-lib.sh"
 
 bench_require_ompi
-make -C "$BUILD" examples/ftr_kmeans bench/ftr_bench >&2
+make -C "$BUILD" examples/ftr_kmeans >&2
 kmeans=$BUILD/examples/ftr_kmeans
-ftr_bench=$BUILD/bench/ftr_bench
 bench_require_gnuplot
 
 export PMIX_MCA_mca_base_component_show_load_errors=0
@@ -166,25 +157,6 @@ if [[ " $PARTS " == *" recovery "* ]]; then
         "$noisy_starts of $runs runs started without $QUIET_WAIT s of quiet" >"$RAW/recovery-meta.sh"
     printf 'NPS="%s"\nREPS=%s\nMETHODS="%s"\nKILL_RANK=%s\nKILL_ITS="%s"\nEVERY=%s\nITERATIONS=%s\nPOINTS=%s\nQUIET_WAIT=%s\n' \
         "$NPS" "$REPS" "$METHODS" "$KILL_RANK" "$KILL_ITS" "$EVERY" "$ITERATIONS" "$POINTS" "$QUIET_WAIT" >>"$RAW/recovery-meta.sh"
-fi
-
-# ---- part 2: failure-free overhead of FTR_* --------------------------------------------
-if [[ " $PARTS " == *" overhead "* ]]; then
-    noisy_starts=0 runs=0
-    start=$(date +%s)
-    for ((r = 1; r <= ROUNDS; r++)); do
-        for np in $NPS_OVERHEAD; do
-            say "overhead round $r/$ROUNDS np $np ($(($(date +%s) - start)) s so far)"
-            wait_quiet
-            timeout -k 5 1200 "${mpirun[@]}" --with-ft ulfm -np "$np" "$ftr_bench" allreduce \
-                "$MAX_BYTES" "$TRIALS" "$TRIAL_SECONDS" >"$RAW/ovh-np$np-r$r.txt" 2>"$RAW/ovh-np$np-r$r.err" \
-                || { tail -n 20 "$RAW/ovh-np$np-r$r.err" >&2; die "ftr_bench np $np failed"; }
-        done
-    done
-    printf 'ovh_elapsed=%s\novh_noisy=%s\novh_runs=%s\novh_load="%s"\n' "$(($(date +%s) - start))" \
-        "$noisy_starts" "$runs" "$(cut -d' ' -f1-3 /proc/loadavg)" >"$RAW/overhead-meta.sh"
-    printf 'NPS_OVERHEAD="%s"\nROUNDS=%s\nTRIALS=%s\nTRIAL_SECONDS=%s\nMAX_BYTES=%s\n' \
-        "$NPS_OVERHEAD" "$ROUNDS" "$TRIALS" "$TRIAL_SECONDS" "$MAX_BYTES" >>"$RAW/overhead-meta.sh"
 fi
 
 # ---- aggregation, plots, recovery.md ---------------------------------------------------
@@ -369,95 +341,4 @@ EOF
     } >>"$md"
 fi
 
-if ls "$RAW"/ovh-np*-r1.txt >/dev/null 2>&1; then
-    # shellcheck disable=SC1091
-    . "$RAW/overhead-meta.sh"
-    {
-        cat <<EOF
-
-## Failure-free cost of the FTR_* layer
-
-\`bench/ftr_bench allreduce\` in one job per rank count: the same in-place sum of MPI_DOUBLEs on
-the same buffer, as \`MPI_Allreduce(MPI_IN_PLACE, ...)\` and as \`FTR_Allreduce\` (which adds a
-sequence number, a copy of the input kept for a retry, and a copy of the result in the
-cache until the next checkpoint). ftrabit serves both calls (\`--with-ft ulfm\`, its default
-priority), so the difference is the FTR_* layer alone; coll/ftrabit against coll/tuned is in
-[coll.md](coll.md). Trials alternate between the two variants with the same iteration
-count ($TRIALS pairs of about $TRIAL_SECONDS s per size); the cache is emptied by an (untimed)
-\`FTR_Checkpoint\` after every trial, so a trial's cache grows to as many results as the trial
-has calls, as between two checkpoints of an application. $ROUNDS runs per rank count; the
-tables give, per size, the median over the runs of each run's median trial, and the lowest
-and highest paired ratio over all trials. $ovh_runs runs in $ovh_elapsed s, $ovh_noisy of them
-started without quiet; load averages at the end: $ovh_load.
-
-Where the cost comes from (ftrabit_api.c, \`ftrabit_collective\`): per call, (1) the input is
-copied (with \`MPI_Sendrecv\` on \`MPI_COMM_SELF\`, so any datatype works) into one scratch
-buffer per communicator, reused from call to call, so that a retry after a failure starts from
-the original data; (2) the result is copied once into a new cache entry (non-contiguous
-datatypes are packed first), which is kept until the next checkpoint. For small messages this
-is a few hundred nanoseconds to a few microseconds per call. For large ones the kept copy is
-the expensive part: it is fresh memory every call (every result since the checkpoint stays in
-memory, so nothing can be reused), and the first touch of fresh memory costs a page fault per
-4 KiB page. On this VM page faults are very slow: a one-off C test, copying 1 MiB into a new
-\`malloc\`ed buffer that is kept (as the cache does) took 4.8–7.6 ms, against 0.1–0.2 ms into
-a buffer already touched. That is about 20 µs per page fault (256 pages in about 5 ms), so
-the large-message ratios below are mostly this virtual machine's page-fault cost; on bare
-metal a fault usually costs about a microsecond or less (not measured here). What would
-reduce it further (not done): recycle the cache's buffers across checkpoints (a pool), so
-that steady state touches no fresh memory; and \`coll_ftrabit_result_replicas\` already
-lets only that many ranks keep each result, so the others skip step (2).
-EOF
-    } >>"$md"
-    for np in $NPS_OVERHEAD; do
-        dat=$OUT/ftr-overhead-np$np.dat
-        awk -v np="$np" '
-            function med(a, n,   i, j, t) {
-                for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-                return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-            /^#/ { next }
-            NF == 6 { b = $1; if (!(b in seen)) { seen[b] = 1; sizes[++ns] = b }
-                      k = ++cnt[b]; m[b, k] = $2; f[b, k] = $3
-                      if (!(b in lo) || $5 < lo[b]) lo[b] = $5; if (!(b in hi) || $6 > hi[b]) hi[b] = $6 }
-            END {
-                printf "# FTR_Allreduce vs MPI_Allreduce (in place, MPI_SUM of MPI_DOUBLE) on %d ranks, served by coll/ftrabit\n", np
-                printf "# bytes mpi_us ftr_us ratio ratio_min ratio_max runs\n"
-                for (s = 1; s <= ns; s++) { b = sizes[s]; n = cnt[b]
-                    for (k = 1; k <= n; k++) { mm[k] = m[b, k]; ff[k] = f[b, k] }
-                    a = med(mm, n); c = med(ff, n)
-                    printf "%d %.3f %.3f %.3f %.3f %.3f %d\n", b, a, c, c / a, lo[b], hi[b], n }
-            }' "$RAW"/ovh-np$np-r*.txt >"$dat"
-        tics=$(awk "$human_awk"'!/^#/ && int(log($1) / log(2) + 0.5) % 3 == 0 { printf "%s\"%s\" %d", (n++ ? ", " : ""), human($1), $1 }' "$dat")
-        gnuplot <<EOF
-set terminal pngcairo noenhanced size 1000,900 font "sans,12"
-set output "$OUT/ftr-overhead-np$np.png"
-set multiplot layout 2,1 title "FTR_Allreduce vs MPI_Allreduce (both served by coll/ftrabit), $np ranks on $(nproc) cores\nmedian of $ROUNDS runs x median of $TRIALS paired trials; Open MPI $ompi_version --with-ft ulfm"
-set logscale x 2
-set xtics ($tics)
-set grid xtics ytics mytics
-set key top left box opaque
-set size 1,0.58
-set origin 0,0.38
-set logscale y 10
-set format y "%g"
-set ylabel "time per call (µs, log scale)"
-set bmargin 3
-plot "$dat" using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb "#1f77b4" title "MPI_Allreduce(MPI_IN_PLACE, ...)", \
-     "$dat" using 1:3 with linespoints lw 2 pt 5 ps 0.8 lc rgb "#d62728" title "FTR_Allreduce"
-set size 1,0.38
-set origin 0,0
-set ylabel "FTR / MPI (log scale)"
-set xlabel "message size (bytes of MPI_DOUBLE)"
-set tmargin 1
-plot "$dat" using 1:5:6 with filledcurves fs transparent solid 0.25 noborder lc rgb "#d62728" title "range of paired trials", \
-     "$dat" using 1:4 with linespoints lw 2 pt 7 ps 0.8 lc rgb "#d62728" title "ratio of medians", \
-     1.0 with lines lw 1 lc rgb "black" title "equal"
-unset multiplot
-EOF
-        {
-            printf '\n### %d ranks\n\n![FTR_Allreduce vs MPI_Allreduce on %d ranks](ftr-overhead-np%d.png)\n\n' "$np" "$np" "$np"
-            printf '| size | MPI_Allreduce µs | FTR_Allreduce µs | ratio FTR/MPI | paired-trial range |\n| ---: | ---: | ---: | ---: | :---: |\n'
-            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | **%.2f** | %.2f – %.2f |\n", human($1), $2, $3, $4, $5, $6 }' "$dat"
-        } >>"$md"
-    done
-fi
 say "wrote $md"

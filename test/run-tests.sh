@@ -133,7 +133,7 @@ ompi_info_lists_ftrabit() {
           "$OMPI_PREFIX/bin/ompi_info" --param coll ftrabit --level 9) || return 1
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
-             bcast_pipeline_min_bytes bcast_segment_bytes; do
+             bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib; do
         grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
     done
 }
@@ -148,9 +148,19 @@ invalid_segment_size_is_refused() {
     [ $rc -eq 0 ] && grep -aq "coll_ftrabit_bcast_segment_bytes has an invalid value" "$out"
 }
 
+invalid_pool_bound_is_refused() {
+    local out=$logs/invalid-pool-bound.out rc
+    timeout -k 10 "$timeout_s" "${mpirun[@]}" --mca coll_ftrabit_result_pool_mib -2 -np 2 \
+        "$build/test/mpi/coll_selection" excluded </dev/null >"$out" 2>&1
+    rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] && grep -aq "coll_ftrabit_result_pool_mib has an invalid value" "$out"
+}
+
 echo "== unit tests"
 unit test_schedule
 unit test_ftrabit_cache
+unit test_ftrabit_pool
 unit test_ftrabit_bootstrap
 unit test_ftrabit_recovery
 unit test_dr2_crc
@@ -373,6 +383,16 @@ ft_run ulfm_allreduce plain-ulfm/kill-two-in-checkpoint 4 "2:7:checkpoint 1:7:ch
 ft_run ulfm_allreduce plain-ulfm/kill-in-first-checkpoint 4 "3:3:checkpoint"
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
+# Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked
+# exactly, kept on the right ranks, replayed to a replacement; steady state holds the same
+# memory at every checkpoint.
+mpi ft/results/memory 4 pass test/mpi/ft_results --with-ft ulfm -- --memory 0
+mpi ft/results/memory-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --memory 2
+mpi ft/results/kill-rank1 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:6
+mpi ft/results/kill-rank0-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --kill 0:6
+mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:9
 mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
 mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
     -- mismatch
@@ -515,6 +535,7 @@ check install/ompi_info-lists-dr2 ompi_info_lists_dr2
 echo "== installation and parameters"
 check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit
 check params/invalid-segment-size-refused invalid_segment_size_is_refused
+check params/invalid-pool-bound-refused invalid_pool_bound_is_refused
 
 # Leave nothing behind: a leftover rank would slow every later run on this machine.
 pkill -f "$build/test/" 2>/dev/null || true

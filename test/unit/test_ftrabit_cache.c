@@ -1,7 +1,9 @@
 /*
  * Unit tests of coll/ftrabit's result cache: ordering, idempotent puts, exact byte
  * accounting, dropping at a checkpoint, the packed wire format (explicit little-endian
- * layout, and every malformed input refused with nothing added), and keeper placement.
+ * layout, and every malformed input refused with nothing added), keeper placement, and
+ * the memory behaviour: results built in borrowed pool buffers, nothing allocated at
+ * steady state across checkpoints, memory reported exactly.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -166,7 +168,7 @@ static void drop_through_frees_and_accounts(void)
     CHECK(1000 == c.count);
     ftrabit_cache_drop_through(&c, 990);
     CHECK(10 == c.count && invariants_hold(&c));
-    CHECK(c.capacity < cap_before); /* the array shrinks too */
+    CHECK(c.capacity == cap_before); /* the interval that just ended needed it all */
     size_t bytes = 0;
     for (uint64_t s = 991; s <= 1000; s++) {
         bytes += result_len(s);
@@ -177,8 +179,14 @@ static void drop_through_frees_and_accounts(void)
     CHECK(ftrabit_cache_range(&c, &lo, &hi) && 991 == lo && 1000 == hi);
     ftrabit_cache_drop_through(&c, 995);
     CHECK(ftrabit_cache_range(&c, &lo, &hi) && 996 == lo && 1000 == hi);
+    CHECK(c.capacity < cap_before); /* two intervals needed 10: the array shrinks */
     ftrabit_cache_drop_through(&c, UINT64_MAX);
-    CHECK(0 == c.count && 0 == c.bytes && NULL == c.entries);
+    CHECK(0 == c.count && 0 == c.bytes);
+    ftrabit_cache_drop_through(&c, UINT64_MAX);
+    ftrabit_cache_drop_through(&c, UINT64_MAX);
+    ftrabit_cache_memory_t m;
+    ftrabit_cache_memory(&c, &m);
+    CHECK(0 == m.idle_bytes && 0 == m.result_bytes); /* idle intervals give buffers back */
     CHECK(!ftrabit_cache_range(&c, &lo, &hi));
     /* Still usable afterwards. */
     CHECK(FTRABIT_CACHE_OK == put_result(&c, 2000) && holds_result(&c, 2000));
@@ -543,6 +551,116 @@ static void keepers_spread_evenly(void)
     CHECK(!ftrabit_cache_is_keeper(3, 0, 0, 0));
 }
 
+/* A result built in a borrowed buffer and handed over: no copy, the same bytes. */
+static void slots_become_results(void)
+{
+    ftrabit_cache_t c;
+    ftrabit_slot_t s;
+    const void *data;
+    size_t len;
+    ftrabit_cache_init(&c);
+
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 1000, &s));
+    CHECK(NULL != s.data && s.capacity >= 1000);
+    memset(s.data, 0x5a, 1000);
+    unsigned char *built = s.data;
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, 4, &s, 1000));
+    CHECK(NULL == s.data); /* the cache took it */
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 4, &data, &len));
+    CHECK(built == data && 1000 == len && 0x5a == ((const unsigned char *) data)[999]);
+    CHECK(invariants_hold(&c) && 1000 == c.bytes);
+
+    /* The same seq again: identical bytes are fine, others refused; the slot goes back. */
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 1000, &s));
+    memset(s.data, 0x5a, 1000);
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, 4, &s, 1000));
+    CHECK(NULL == s.data && 1 == c.count);
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 1000, &s));
+    memset(s.data, 0x5b, 1000);
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put_slot(&c, 4, &s, 1000));
+    CHECK(NULL == s.data && 1 == c.count);
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 4, &data, &len));
+    CHECK(0x5a == ((const unsigned char *) data)[0]);
+
+    /* More bytes than the slot holds: refused, not stored, not overrun. */
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 10, &s));
+    size_t cap = s.capacity;
+    CHECK(FTRABIT_CACHE_MALFORMED == ftrabit_cache_put_slot(&c, 5, &s, cap + 1));
+    CHECK(NULL == s.data && FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, 5, &data, &len));
+
+    /* Scratch borrowed and given back, call after call: one buffer, reused. */
+    uint64_t allocations = c.pool.allocations;
+    for (int i = 0; i < 100; i++) {
+        CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 300000, &s));
+        ftrabit_cache_return_slot(&c, &s);
+        CHECK(NULL == s.data);
+    }
+    CHECK(allocations + 1 == c.pool.allocations);
+    ftrabit_cache_fini(&c);
+}
+
+/* An application's checkpoint intervals, each with the same collectives: after the first,
+ * neither result buffers nor the index are allocated again, and the memory the cache holds
+ * between checkpoints is the last interval's buffers. */
+static void steady_intervals_allocate_nothing(void)
+{
+    const size_t sizes[] = {8, 1 << 20, 8, 64 << 10, 24};
+    enum { N = sizeof(sizes) / sizeof(sizes[0]), CALLS = 40 };
+    ftrabit_cache_t c;
+    ftrabit_cache_memory_t m;
+    uint64_t seq = 0, allocations = 0;
+    const ftrabit_cache_entry_t *index = NULL;
+    size_t between = 0, per_interval = 0;
+    ftrabit_cache_init(&c);
+    for (int interval = 0; interval < 5; interval++) {
+        size_t bytes = 0;
+        for (int call = 0; call < CALLS; call++) {
+            size_t len = sizes[call % N];
+            ftrabit_slot_t s;
+            seq++;
+            CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, len, &s));
+            memset(s.data, (int) seq, len);
+            CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, seq, &s, len));
+            bytes += len;
+        }
+        ftrabit_cache_memory(&c, &m);
+        CHECK(CALLS == m.results && bytes == m.result_bytes && 0 == m.idle_bytes);
+        CHECK(m.held_bytes >= bytes && m.held_bytes < bytes + bytes / 4 + 64 * CALLS + 4096);
+        per_interval = m.held_bytes;
+        ftrabit_cache_drop_through(&c, seq); /* the checkpoint */
+        ftrabit_cache_memory(&c, &m);
+        CHECK(0 == m.results && 0 == m.result_bytes);
+        /* All kept for the next interval (plus the pool's small lists of idle buffers). */
+        CHECK(m.held_bytes >= per_interval && m.held_bytes < per_interval + 1024);
+        if (0 == interval) {
+            allocations = c.pool.allocations;
+            index = c.entries;
+            between = m.held_bytes;
+        }
+        CHECK(allocations == c.pool.allocations && index == c.entries);
+        CHECK(between == m.held_bytes);
+    }
+    ftrabit_cache_fini(&c);
+}
+
+/* The pool limit: 0 gives every buffer back at the checkpoint (as without a pool). */
+static void pool_limit_zero_keeps_nothing(void)
+{
+    ftrabit_cache_t c;
+    ftrabit_cache_memory_t m;
+    ftrabit_cache_init(&c);
+    ftrabit_cache_set_pool_limit(&c, 0);
+    for (uint64_t s = 1; s <= 10; s++) {
+        unsigned char b[100] = {0};
+        CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, s, b, sizeof(b)));
+    }
+    ftrabit_cache_drop_through(&c, 10);
+    ftrabit_cache_memory(&c, &m);
+    CHECK(0 == m.idle_bytes && 0 == m.results);
+    CHECK(m.held_bytes == c.capacity * sizeof(ftrabit_cache_entry_t)); /* the index only */
+    ftrabit_cache_fini(&c);
+}
+
 int main(void)
 {
     RUN(empty_cache);
@@ -558,5 +676,8 @@ int main(void)
     RUN(unpack_survives_random_corruption);
     RUN(random_operations_match_a_model);
     RUN(keepers_spread_evenly);
+    RUN(slots_become_results);
+    RUN(steady_intervals_allocate_nothing);
+    RUN(pool_limit_zero_keeps_nothing);
     UNIT_EXIT();
 }

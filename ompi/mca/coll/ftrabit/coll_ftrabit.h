@@ -41,6 +41,7 @@ typedef struct {
     bool uniform;                  /* agree on each collective's outcome */
     int local_replicas;
     int result_replicas;
+    int result_pool_mib;           /* idle result buffers kept for reuse; -1: no bound */
 
     /* Counters exported as MPI_T performance variables. */
     unsigned long allreduce_calls;

@@ -233,6 +233,15 @@ static int ftrabit_register(void)
                  "lost if all their keepers, consecutive ranks, fail together)",
                  OPAL_INFO_LVL_5, &c->result_replicas);
 
+    c->result_pool_mib = -1;
+    register_int("result_pool_mib",
+                 "FTR_* collectives: at most this many MiB of result buffers that a checkpoint "
+                 "freed are kept per communicator for the results of the next interval, so that "
+                 "they do not fault in fresh pages (-1: no bound in MiB; a buffer no result used "
+                 "during a whole checkpoint interval is freed at the next checkpoint anyway, so "
+                 "the pool never holds more than the last interval's results did; 0: keep none)",
+                 OPAL_INFO_LVL_5, &c->result_pool_mib);
+
     register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
                      &c->allreduce_calls);
     register_counter("bcast_calls", "Number of MPI_Bcast calls served by coll ftrabit",
@@ -262,6 +271,10 @@ static int ftrabit_open(void)
     if (c->result_replicas < 0) {
         return refuse_param("coll_ftrabit_result_replicas", c->result_replicas,
                             "Use 0 for every rank, or a positive number of ranks.");
+    }
+    if (c->result_pool_mib < -1) {
+        return refuse_param("coll_ftrabit_result_pool_mib", c->result_pool_mib,
+                            "Use a number of MiB, 0 to keep no buffers, or -1 for no bound.");
     }
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);

@@ -69,6 +69,14 @@ FTR_EXPORT int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_s
                                    void *local, size_t local_size, int *version);
 FTR_EXPORT int FTR_Version(MPI_Comm comm, int *version);
 
+/* What the result cache of `comm` holds: how many results are kept now (until the next
+ * checkpoint, for ranks that may replay), their bytes, and all the memory held for them:
+ * their buffers, buffers kept for reuse by the next checkpoint interval (see
+ * coll_ftrabit_result_pool_mib), the index. Right after a checkpoint `results` is 0 and
+ * `held_bytes` is what the cache holds between checkpoints. */
+FTR_EXPORT int FTR_Cache_memory(MPI_Comm comm, size_t *results, size_t *result_bytes,
+                                size_t *held_bytes);
+
 /* For applications that call MPI_Allreduce/MPI_Bcast themselves: after one of them failed
  * with MPIX_ERR_PROC_FAILED or MPIX_ERR_REVOKED, rebuild *comm (per coll_ftrabit_recovery)
  * and carry the ftrabit state (sequence numbers, caches, checkpoints) over to it. */

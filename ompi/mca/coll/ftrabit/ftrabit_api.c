@@ -217,16 +217,37 @@ typedef struct {
     int root;
 } ftrabit_call_t;
 
-static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const void *input, int rank,
+/*
+ * Where a call's result is made and kept. Kept results live in pool buffers that are
+ * reused across checkpoints (ftrabit_pool.h): the steady state allocates and first-touches
+ * no memory, and ranks that do not keep a result (coll_ftrabit_result_replicas) copy
+ * nothing into the cache.
+ *  - contiguous allreduce (`direct`): MPI reduces from the user's buffer, which it only
+ *    reads (so a retry after a failure starts from the same input, with no copy of it),
+ *    into `slot`; the result is copied to the user's buffer, and the slot becomes the
+ *    cached result on a keeper or goes back to the pool elsewhere: one copy per call;
+ *  - bcast (the root's buffer is only read too) and non-contiguous allreduce (from
+ *    `input`, a copy of the user's data): the result is made in the user's buffer and a
+ *    keeper copies or packs it into a pool buffer.
+ */
+typedef struct {
+    int keeper;
+    int direct;
+    size_t len;        /* bytes of a direct result */
+    const void *input; /* send buffer of a non-direct allreduce */
+    ftrabit_slot_t slot;
+} ftrabit_result_t;
+
+static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const ftrabit_result_t *r,
                             MPI_Comm comm)
 {
     if (call->is_bcast) {
-        /* The root's buffer is only read, so a retry starts from the same data. */
-        (void) input;
-        (void) rank;
         return MPI_Bcast(buf, call->count, call->type, call->root, comm);
     }
-    return MPI_Allreduce(input, buf, call->count, call->type, call->op, comm);
+    if (r->direct) {
+        return MPI_Allreduce(buf, r->slot.data, call->count, call->type, call->op, comm);
+    }
+    return MPI_Allreduce(r->input, buf, call->count, call->type, call->op, comm);
 }
 
 /* Serve a cached result for `seq` if there is one; returns 1 if served. */
@@ -251,23 +272,45 @@ static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, void *buf,
     return 1;
 }
 
-static void ftrabit_keep_result(ftrabit_state_t *st, uint64_t seq, const void *buf,
-                                const ftrabit_call_t *call)
+/* A keeper's copy of a result made in the user's buffer, packed straight into a pool
+ * buffer. A result that cannot be kept (out of memory) is not fatal here: recovery finds
+ * it missing and says so if it is ever needed. */
+static void ftrabit_keep_copy(ftrabit_state_t *st, uint64_t seq, const void *buf,
+                              const ftrabit_call_t *call)
 {
-    void *blob;
+    ftrabit_slot_t slot;
     size_t len;
+    int size, pos = 0;
 
-    if (!ftrabit_cache_is_keeper(seq, st->orig_rank, st->orig_size,
-                                 ftrabit_settings.result_replicas)) {
-        return;
-    }
     if (ftrabit_is_contiguous(call->count, call->type, &len)) {
-        (void) ftrabit_cache_put(&st->results, seq, buf, len); /* the cache copies */
+        if (FTRABIT_CACHE_OK == ftrabit_cache_slot(&st->results, len, &slot)) {
+            memcpy(slot.data, buf, len);
+            (void) ftrabit_cache_put_slot(&st->results, seq, &slot, len);
+        }
         return;
     }
-    if (MPI_SUCCESS == ftrabit_pack(buf, call->count, call->type, st->comm, &blob, &len)) {
-        (void) ftrabit_cache_put(&st->results, seq, blob, len);
-        free(blob);
+    if (MPI_SUCCESS != MPI_Pack_size(call->count, call->type, st->comm, &size)
+        || FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, (size_t) size, &slot)) {
+        return;
+    }
+    if (MPI_SUCCESS == MPI_Pack(buf, call->count, call->type, slot.data, size, &pos, st->comm)) {
+        (void) ftrabit_cache_put_slot(&st->results, seq, &slot, (size_t) pos);
+    } else {
+        ftrabit_cache_return_slot(&st->results, &slot);
+    }
+}
+
+/* After a successful run: the result into the user's buffer and into the cache. */
+static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf,
+                                    const ftrabit_call_t *call, ftrabit_result_t *r)
+{
+    if (r->direct) {
+        memcpy(buf, r->slot.data, r->len);
+        if (r->keeper) {
+            (void) ftrabit_cache_put_slot(&st->results, seq, &r->slot, r->len);
+        }
+    } else if (r->keeper) {
+        ftrabit_keep_copy(st, seq, buf, call);
     }
 }
 
@@ -328,7 +371,7 @@ static int ftrabit_follow_root(const ftrabit_state_t *st, MPI_Group before, uint
 static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *comm)
 {
     ftrabit_state_t *st = ftrabit_state_of(*comm);
-    int err, rank;
+    int err;
 
     if (NULL == st) {
         /* Not a communicator from FTR_Init or recovery: plain MPI, no fault tolerance. */
@@ -341,22 +384,30 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
         return err;
     }
 
-    /* The input survives a failed attempt in this copy (an in-place allreduce that failed
-     * halfway leaves buf undefined). */
-    void *input = NULL;
+    ftrabit_result_t result = {
+        .keeper = ftrabit_cache_is_keeper(seq, st->orig_rank, st->orig_size,
+                                          ftrabit_settings.result_replicas)};
     if (!call->is_bcast) {
-        input = ftrabit_input_copy(st, buf, call, &err);
-        if (NULL == input) {
-            return err;
+        result.direct = ftrabit_is_contiguous(call->count, call->type, &result.len);
+        if (result.direct) {
+            if (FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, result.len, &result.slot)) {
+                return MPI_ERR_NO_MEM;
+            }
+        } else {
+            /* The input survives a failed attempt in this copy (an allreduce that failed
+             * halfway leaves buf undefined). */
+            result.input = ftrabit_input_copy(st, buf, call, &err);
+            if (NULL == result.input) {
+                return err;
+            }
         }
     }
 
     ftrabit_call_t now = *call; /* the root follows its process when ranks are renumbered */
     for (;;) {
-        MPI_Comm_rank(st->comm, &rank);
-        err = ftrabit_run_once(&now, buf, input, rank, st->comm);
+        err = ftrabit_run_once(&now, buf, &result, st->comm);
         if (MPI_SUCCESS == err) {
-            ftrabit_keep_result(st, seq, buf, &now);
+            ftrabit_result_complete(st, seq, buf, &now, &result);
             st->completed_seq = seq;
             break;
         }
@@ -381,6 +432,7 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
             break;
         }
     }
+    ftrabit_cache_return_slot(&st->results, &result.slot); /* if not kept */
     return err;
 }
 

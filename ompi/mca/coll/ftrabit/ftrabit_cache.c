@@ -2,7 +2,9 @@
  * ompi-resilience: coll/ftrabit result cache (pure logic; see the header).
  *
  * A sorted array: results arrive in seq order almost always, so a put is an append in the
- * common case, and lookups are a binary search.
+ * common case, and lookups are a binary search. Result bytes live in pool buffers; the
+ * array keeps its capacity across checkpoints too, and shrinks only when the intervals
+ * need much less of it.
  *
  * Wire format of a packed range (all integers little-endian, written byte by byte so that
  * the layout does not depend on the host):
@@ -76,14 +78,25 @@ static int ftrabit_cache_reserve(ftrabit_cache_t *cache, size_t extra)
     return FTRABIT_CACHE_OK;
 }
 
-/* Never NULL on success, even for an empty result, so that get hands out a valid pointer. */
-static unsigned char *ftrabit_cache_copy_bytes(const void *data, size_t len)
+/* A pool buffer holding a copy of `len` bytes (never NULL data on success, even for an
+ * empty result, so that get hands out a valid pointer). */
+static int ftrabit_cache_copy_bytes(ftrabit_cache_t *cache, const void *data, size_t len,
+                                    ftrabit_slot_t *slot)
 {
-    unsigned char *copy = malloc(len ? len : 1);
-    if (NULL != copy && len) {
-        memcpy(copy, data, len);
+    if (FTRABIT_POOL_OK != ftrabit_pool_get(&cache->pool, len, slot)) {
+        return FTRABIT_CACHE_NOMEM;
     }
-    return copy;
+    if (len) {
+        memcpy(slot->data, data, len);
+    }
+    return FTRABIT_CACHE_OK;
+}
+
+static void ftrabit_cache_release(ftrabit_cache_t *cache, ftrabit_cache_entry_t *e)
+{
+    ftrabit_slot_t slot = {.data = e->data, .capacity = e->capacity};
+    ftrabit_pool_put(&cache->pool, &slot);
+    e->data = NULL;
 }
 
 static int ftrabit_cache_same_bytes(const ftrabit_cache_entry_t *e, const void *data, size_t len)
@@ -94,6 +107,7 @@ static int ftrabit_cache_same_bytes(const ftrabit_cache_entry_t *e, const void *
 void ftrabit_cache_init(ftrabit_cache_t *cache)
 {
     memset(cache, 0, sizeof(*cache));
+    ftrabit_pool_init(&cache->pool, FTRABIT_POOL_NO_LIMIT);
 }
 
 void ftrabit_cache_fini(ftrabit_cache_t *cache)
@@ -102,28 +116,79 @@ void ftrabit_cache_fini(ftrabit_cache_t *cache)
         free(cache->entries[i].data);
     }
     free(cache->entries);
+    ftrabit_pool_fini(&cache->pool);
     ftrabit_cache_init(cache);
+}
+
+void ftrabit_cache_set_pool_limit(ftrabit_cache_t *cache, size_t max_idle_bytes)
+{
+    ftrabit_pool_set_max_idle(&cache->pool, max_idle_bytes);
+}
+
+int ftrabit_cache_slot(ftrabit_cache_t *cache, size_t len, ftrabit_slot_t *slot)
+{
+    return FTRABIT_POOL_OK == ftrabit_pool_get(&cache->pool, len, slot) ? FTRABIT_CACHE_OK
+                                                                        : FTRABIT_CACHE_NOMEM;
+}
+
+void ftrabit_cache_return_slot(ftrabit_cache_t *cache, ftrabit_slot_t *slot)
+{
+    ftrabit_pool_put(&cache->pool, slot);
+}
+
+/* Insert a new entry at index `at` (where lower_bound put it); capacity is reserved. */
+static void ftrabit_cache_insert_at(ftrabit_cache_t *cache, size_t at, uint64_t seq,
+                                    ftrabit_slot_t *slot, size_t len)
+{
+    memmove(&cache->entries[at + 1], &cache->entries[at],
+            (cache->count - at) * sizeof(ftrabit_cache_entry_t));
+    cache->entries[at] = (ftrabit_cache_entry_t){
+        .seq = seq, .len = len, .data = slot->data, .capacity = slot->capacity};
+    slot->data = NULL;
+    slot->capacity = 0;
+    cache->count++;
+    cache->bytes += len;
+    if (cache->count > cache->peak_count) {
+        cache->peak_count = cache->count;
+    }
+}
+
+int ftrabit_cache_put_slot(ftrabit_cache_t *cache, uint64_t seq, ftrabit_slot_t *slot, size_t len)
+{
+    /* Results come in seq order: the common case appends, without a search. */
+    size_t at = 0 == cache->count || cache->entries[cache->count - 1].seq < seq
+                    ? cache->count
+                    : ftrabit_cache_lower_bound(cache, seq);
+    int rc = FTRABIT_CACHE_OK;
+    if (NULL == slot->data || len > slot->capacity) {
+        rc = FTRABIT_CACHE_MALFORMED;
+    } else if (at < cache->count && cache->entries[at].seq == seq) {
+        /* Served twice (e.g. by replay and by a keeper): harmless if it is the same result. */
+        rc = ftrabit_cache_same_bytes(&cache->entries[at], slot->data, len)
+                 ? FTRABIT_CACHE_OK : FTRABIT_CACHE_EXISTS;
+    } else if (cache->count == cache->capacity
+               && FTRABIT_CACHE_OK != ftrabit_cache_reserve(cache, 1)) {
+        rc = FTRABIT_CACHE_NOMEM;
+    } else {
+        ftrabit_cache_insert_at(cache, at, seq, slot, len);
+        return FTRABIT_CACHE_OK;
+    }
+    ftrabit_pool_put(&cache->pool, slot);
+    return rc;
 }
 
 int ftrabit_cache_put(ftrabit_cache_t *cache, uint64_t seq, const void *data, size_t len)
 {
     size_t at = ftrabit_cache_lower_bound(cache, seq);
+    ftrabit_slot_t slot;
     if (at < cache->count && cache->entries[at].seq == seq) {
-        /* Served twice (e.g. by replay and by a keeper): harmless if it is the same result. */
         return ftrabit_cache_same_bytes(&cache->entries[at], data, len) ? FTRABIT_CACHE_OK
                                                                          : FTRABIT_CACHE_EXISTS;
     }
-    unsigned char *copy = ftrabit_cache_copy_bytes(data, len);
-    if (NULL == copy || FTRABIT_CACHE_OK != ftrabit_cache_reserve(cache, 1)) {
-        free(copy);
+    if (FTRABIT_CACHE_OK != ftrabit_cache_copy_bytes(cache, data, len, &slot)) {
         return FTRABIT_CACHE_NOMEM;
     }
-    memmove(&cache->entries[at + 1], &cache->entries[at],
-            (cache->count - at) * sizeof(ftrabit_cache_entry_t));
-    cache->entries[at] = (ftrabit_cache_entry_t){.seq = seq, .len = len, .data = copy};
-    cache->count++;
-    cache->bytes += len;
-    return FTRABIT_CACHE_OK;
+    return ftrabit_cache_put_slot(cache, seq, &slot, len);
 }
 
 int ftrabit_cache_get(const ftrabit_cache_t *cache, uint64_t seq, const void **data, size_t *len)
@@ -137,20 +202,17 @@ int ftrabit_cache_get(const ftrabit_cache_t *cache, uint64_t seq, const void **d
     return FTRABIT_CACHE_OK;
 }
 
-/* After a checkpoint most of the array is gone: give the memory back too. */
+/* At a checkpoint: keep the array's capacity for the next interval (no allocation per
+ * interval), unless neither the interval that just ended nor what is left needed even a
+ * quarter of it. */
 static void ftrabit_cache_shrink(ftrabit_cache_t *cache)
 {
-    if (0 == cache->count) {
-        free(cache->entries);
-        cache->entries = NULL;
-        cache->capacity = 0;
+    size_t need = cache->peak_count > cache->count ? cache->peak_count : cache->count;
+    cache->peak_count = cache->count;
+    if (cache->capacity <= FTRABIT_CACHE_MIN_CAPACITY || need > cache->capacity / 4) {
         return;
     }
-    if (cache->capacity <= FTRABIT_CACHE_MIN_CAPACITY || cache->count > cache->capacity / 4) {
-        return;
-    }
-    size_t cap = cache->count * 2 < FTRABIT_CACHE_MIN_CAPACITY ? FTRABIT_CACHE_MIN_CAPACITY
-                                                                : cache->count * 2;
+    size_t cap = need * 2 < FTRABIT_CACHE_MIN_CAPACITY ? FTRABIT_CACHE_MIN_CAPACITY : need * 2;
     ftrabit_cache_entry_t *smaller = realloc(cache->entries, cap * sizeof(*smaller));
     if (NULL != smaller) { /* if not, keeping the larger array is fine */
         cache->entries = smaller;
@@ -161,17 +223,28 @@ static void ftrabit_cache_shrink(ftrabit_cache_t *cache)
 void ftrabit_cache_drop_through(ftrabit_cache_t *cache, uint64_t upto)
 {
     size_t n = ftrabit_cache_upper_bound(cache, upto);
-    if (0 == n) {
-        return;
-    }
     for (size_t i = 0; i < n; i++) {
         cache->bytes -= cache->entries[i].len;
-        free(cache->entries[i].data);
+        ftrabit_cache_release(cache, &cache->entries[i]);
     }
-    memmove(&cache->entries[0], &cache->entries[n],
-            (cache->count - n) * sizeof(ftrabit_cache_entry_t));
-    cache->count -= n;
+    if (n > 0) {
+        memmove(&cache->entries[0], &cache->entries[n],
+                (cache->count - n) * sizeof(ftrabit_cache_entry_t));
+        cache->count -= n;
+    }
     ftrabit_cache_shrink(cache);
+    ftrabit_pool_end_interval(&cache->pool);
+}
+
+void ftrabit_cache_memory(const ftrabit_cache_t *cache, ftrabit_cache_memory_t *out)
+{
+    const ftrabit_pool_t *pool = &cache->pool;
+    size_t index_bytes = cache->capacity * sizeof(ftrabit_cache_entry_t)
+                         + ftrabit_pool_index_bytes(pool);
+    out->results = cache->count;
+    out->result_bytes = cache->bytes;
+    out->idle_bytes = pool->idle_bytes;
+    out->held_bytes = pool->lent_bytes + pool->idle_bytes + index_bytes;
 }
 
 int ftrabit_cache_range(const ftrabit_cache_t *cache, uint64_t *lo, uint64_t *hi)
@@ -311,7 +384,7 @@ static int ftrabit_cache_classify(const ftrabit_cache_t *cache, ftrabit_cache_wi
 /* Merge the new wire entries (sorted, copies in `copies`) into the sorted array, from the
  * back so that nothing is overwritten before it moved; capacity is already reserved. */
 static void ftrabit_cache_merge(ftrabit_cache_t *cache, const ftrabit_cache_wire_entry_t *w,
-                                size_t n, unsigned char **copies, size_t nnew)
+                                size_t n, ftrabit_slot_t *copies, size_t nnew)
 {
     size_t old = cache->count, dst = old + nnew, wi = n, ci = nnew;
     while (ci > 0) {
@@ -321,11 +394,16 @@ static void ftrabit_cache_merge(ftrabit_cache_t *cache, const ftrabit_cache_wire
         while (old > 0 && cache->entries[old - 1].seq > w[wi].seq) {
             cache->entries[--dst] = cache->entries[--old];
         }
-        cache->entries[--dst] = (ftrabit_cache_entry_t){
-            .seq = w[wi].seq, .len = w[wi].len, .data = copies[--ci]};
+        ci--;
+        cache->entries[--dst] = (ftrabit_cache_entry_t){.seq = w[wi].seq, .len = w[wi].len,
+                                                        .data = copies[ci].data,
+                                                        .capacity = copies[ci].capacity};
         cache->bytes += w[wi].len;
     }
     cache->count += nnew;
+    if (cache->count > cache->peak_count) {
+        cache->peak_count = cache->count;
+    }
 }
 
 int ftrabit_cache_unpack(ftrabit_cache_t *cache, const void *buf, size_t len)
@@ -342,11 +420,12 @@ int ftrabit_cache_unpack(ftrabit_cache_t *cache, const void *buf, size_t len)
         return rc;
     }
     /* Everything that can fail happens before the cache changes: all or nothing. */
-    unsigned char **copies = calloc(nnew, sizeof(*copies));
+    ftrabit_slot_t *copies = calloc(nnew, sizeof(*copies));
     size_t made = 0;
     for (size_t i = 0; NULL != copies && i < n; i++) {
         if (w[i].is_new) {
-            if (NULL == (copies[made] = ftrabit_cache_copy_bytes(w[i].data, w[i].len))) {
+            if (FTRABIT_CACHE_OK
+                != ftrabit_cache_copy_bytes(cache, w[i].data, w[i].len, &copies[made])) {
                 break;
             }
             made++;
@@ -356,7 +435,7 @@ int ftrabit_cache_unpack(ftrabit_cache_t *cache, const void *buf, size_t len)
         ftrabit_cache_merge(cache, w, n, copies, nnew);
     } else {
         for (size_t i = 0; i < made; i++) {
-            free(copies[i]);
+            ftrabit_pool_put(&cache->pool, &copies[i]);
         }
         rc = FTRABIT_CACHE_NOMEM;
     }

@@ -3,7 +3,10 @@
  *
  * Results of collectives since the last checkpoint, by sequence number, so that a rank that
  * restarted from that checkpoint (or fell behind) can be served the exact bytes the others
- * got. Entries are copies; the cache owns its memory.
+ * got. Entries are copies; the cache owns its memory. The buffers holding them come from
+ * a pool (ftrabit_pool.h) that keeps them across checkpoints, so that steady state touches
+ * no fresh memory; a caller can borrow one of them (ftrabit_cache_slot), write a result
+ * straight into it and hand it to the cache (ftrabit_cache_put_slot): one copy fewer.
  */
 #ifndef FTRABIT_CACHE_H
 #define FTRABIT_CACHE_H
@@ -11,17 +14,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftrabit_pool.h"
+
 typedef struct ftrabit_cache_entry {
     uint64_t seq;
     size_t len;
-    unsigned char *data;
+    unsigned char *data;            /* a pool buffer of `capacity` >= len bytes */
+    size_t capacity;
 } ftrabit_cache_entry_t;
 
 typedef struct ftrabit_cache {
     ftrabit_cache_entry_t *entries; /* sorted by seq, no duplicates */
     size_t count, capacity;
     size_t bytes;                   /* sum of entry lengths */
+    size_t peak_count;              /* most entries held since the last drop_through */
+    ftrabit_pool_t pool;            /* buffers of entries, and idle ones for reuse */
 } ftrabit_cache_t;
+
+/* What a cache holds in memory: the results, and the memory that holds them. */
+typedef struct ftrabit_cache_memory {
+    size_t results;      /* entries */
+    size_t result_bytes; /* sum of their lengths */
+    size_t held_bytes;   /* all of it: entry buffers, idle and lent pool buffers, index */
+    size_t idle_bytes;   /* of which idle pool buffers, kept for reuse */
+} ftrabit_cache_memory_t;
 
 enum {
     FTRABIT_CACHE_OK = 0,
@@ -33,13 +49,26 @@ enum {
 
 void ftrabit_cache_init(ftrabit_cache_t *cache);
 void ftrabit_cache_fini(ftrabit_cache_t *cache);
+/* Bound the idle buffers kept for reuse (FTRABIT_POOL_NO_LIMIT by default, 0: none). */
+void ftrabit_cache_set_pool_limit(ftrabit_cache_t *cache, size_t max_idle_bytes);
 
 /* Store a copy. Storing identical bytes again for the same seq is OK (idempotent). */
 int ftrabit_cache_put(ftrabit_cache_t *cache, uint64_t seq, const void *data, size_t len);
+/* Borrow a buffer of at least `len` bytes from the cache's pool (never NULL on success):
+ * to build a result in before ftrabit_cache_put_slot, or as scratch to give back with
+ * ftrabit_cache_return_slot. */
+int ftrabit_cache_slot(ftrabit_cache_t *cache, size_t len, ftrabit_slot_t *slot);
+/* Store the first `len` bytes of a borrowed slot as the result of `seq`, without copying.
+ * The cache takes the slot in every case (it is cleared): on NOMEM, or when `seq` is
+ * already stored (OK if with the same bytes, EXISTS if not), it goes back to the pool. */
+int ftrabit_cache_put_slot(ftrabit_cache_t *cache, uint64_t seq, ftrabit_slot_t *slot, size_t len);
+void ftrabit_cache_return_slot(ftrabit_cache_t *cache, ftrabit_slot_t *slot);
 /* Borrow a stored entry (valid until the next change of the cache). */
 int ftrabit_cache_get(const ftrabit_cache_t *cache, uint64_t seq, const void **data, size_t *len);
-/* Forget every entry with seq <= upto (at a checkpoint). */
+/* Forget every entry with seq <= upto: at a checkpoint, which also ends an interval of
+ * the pool (its buffers unused since the previous checkpoint are freed). */
 void ftrabit_cache_drop_through(ftrabit_cache_t *cache, uint64_t upto);
+void ftrabit_cache_memory(const ftrabit_cache_t *cache, ftrabit_cache_memory_t *out);
 /* Lowest and highest seq held; returns 0 if empty. */
 int ftrabit_cache_range(const ftrabit_cache_t *cache, uint64_t *lo, uint64_t *hi);
 /* True if every seq in [lo, hi] is held (an empty range, lo > hi, is always held). */

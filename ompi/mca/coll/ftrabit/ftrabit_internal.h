@@ -33,6 +33,7 @@ typedef struct {
     ftrabit_recovery_policy_t policy;
     int local_replicas;    /* ring neighbours holding each rank's local checkpoint */
     int result_replicas;   /* ranks keeping each cached result (0: all) */
+    int result_pool_mib;   /* idle result buffers kept for reuse (-1: no bound in MiB) */
     int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
     int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */
