@@ -415,6 +415,10 @@ ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
 # the replacement stays for the next rebuild instead of leaving.
 ft kill-during-catch-up 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2
 ft kill-during-catch-up-of-rank0 5 "0:9:after-allreduce" --mca coll_ftrabit_test_kill_in_catch_up 4
+# The same with results of 17 KiB (rendezvous on sm): transfers between live ranks that
+# stopped receiving must not wait on each other.
+ft kill-during-catch-up-large-results 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2 \
+    -- --clusters 200 --dims 10 --points 4000
 # Everything over TCP: survivors writing to the dead rank must get EPIPE, not SIGPIPE.
 ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
@@ -493,6 +497,13 @@ ft_spares_run ulfm_allreduce plain-ulfm-kill-rank0-and-two-more 5 2 "0:3 3:9 4:9
 check ft/spares/wait-costs-no-cpu spare_waits_without_cpu
 check ft/spares/refused-without-room spares_refused_without_room
 check ft/spares/lost-results-end-the-job spares_lost_results_end_the_job
+# A failure inside FTR_Checkpoint when the collectives are plain MPI ones: the survivors used
+# to retry the checkpoint and wait in its ring exchange while the replacement replayed
+# plain collectives from the previous version; now the checkpoint returns a process failure
+# and everybody rolls back.
+ft_run ulfm_allreduce plain-ulfm/kill-in-checkpoint 4 "1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-two-in-checkpoint 4 "2:7:checkpoint 1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-in-first-checkpoint 4 "3:3:checkpoint"
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
 # Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked

@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpi.h>
+#include <mpi-ext.h>
+
 #include "ftrabit_internal.h"
 
 #define FTRABIT_TAG_BOOTSTRAP 7799
@@ -382,7 +385,18 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
             err = ftrabit_xfer_receive(st, &plan.xfers[i], FTRABIT_TAG_XFER_BASE + i);
         }
     }
+    /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
+     * waits for its receiver: without a revoke, two such ranks wait on each other's sends
+     * for ever. The revoke ends every pending transfer (in error), so that the buffers
+     * below are no longer the PML's when they are freed. */
+    if (MPI_SUCCESS != err) {
+        MPIX_Comm_revoke(st->comm);
+    }
     int send_err = ftrabit_wait_sends(nreqs, reqs);
+    if (MPI_SUCCESS != send_err && MPI_SUCCESS == err) {
+        MPIX_Comm_revoke(st->comm);
+        (void) MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE); /* those left pending */
+    }
     if (MPI_SUCCESS == err) {
         err = send_err;
     }
