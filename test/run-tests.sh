@@ -976,10 +976,12 @@ wait_for_line() { # LOG TEXT PID: until TEXT is in LOG; 1 if the job PID ended f
     done
 }
 
-# dr2_paths_job LABEL MODE [MPIRUN-OPTIONS...] -- FAULT-CMD...: sets rc, timed_out and log.
+# dr2_paths_job LABEL MODE [MPIRUN-OPTIONS...] -- FAULT-CMD...: sets rc, timed_out, log and
+# cut_dropped (packets the cut of h1 neta dropped, read before it is healed).
 dr2_paths_job() {
     local label=$1 mode=$2 opts=() ctl job
     shift 2
+    cut_dropped=0
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
     [ $# -gt 0 ] && shift
     ctl=$(mktemp -d "$logs/dr2-paths-$label.XXXXXX") || return 1
@@ -999,6 +1001,7 @@ dr2_paths_job() {
             # Both verdicts are out: the network comes back, so that MPI_Finalize can end
             # (btl/tcp's goodbye on the cut connection, below; seen: 1 hang in 4 runs after
             # the link went down).
+            cut_dropped=$(cluster_dropped h1 neta) # healing clears the counters
             cluster_heal h1 && cluster_link_up h1 neta
         fi
         if [ "$mode" = both ] && wait_for_line "$log" "rank 0: .*both networks cut" "$job" \
@@ -1037,8 +1040,8 @@ dr2_paths_striped() {
 dr2_paths_one_network_cut() {
     local rc timed_out log
     dr2_paths_job cut cut -- cluster_cut h1 neta
-    echo "packets the cut dropped: $(cluster_dropped h1 neta)"
-    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut && [ "$(cluster_dropped h1 neta)" -gt 0 ]
+    echo "packets the cut dropped: $cut_dropped"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut && [ "$cut_dropped" -gt 0 ]
 }
 
 # The same with neta's interface going down on h1 instead (its sends fail at once there).
