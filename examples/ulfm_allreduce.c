@@ -6,14 +6,16 @@
  * The pattern: after each step, every rank agrees on whether the step succeeded
  * everywhere. If not, FTR_Comm_recover rebuilds the communicator (a replacement is
  * started for each dead rank under the default respawn policy), and every rank rolls back
- * to the last checkpoint with FTR_Load_checkpoint. Plain MPI collectives are not replayed
+ * to the last checkpoint with FTR_Load_checkpoint. FTR_Checkpoint recovers by itself from
+ * a failure inside it and then returns MPIX_ERR_PROC_FAILED: the same roll back follows. Plain MPI collectives are not replayed
  * from a cache (only FTR_* collectives are), so survivors roll back together with the
  * replacement. The run ends with the same bits as a run without failures.
  *
  * Usage: mpirun --with-ft ulfm --mca coll ftrabit,basic,libnbc -np 4 ./ulfm_allreduce
  *   --steps N (default 40)  --checkpoint-every N (default 4)  --length N (doubles, 4096)
- *   --kill R:S   original rank R kills itself (SIGKILL) before its allreduce of step S.
- *                Repeatable. A replacement never kills itself.
+ *   --kill R:S[:checkpoint]  original rank R kills itself (SIGKILL) before its allreduce
+ *                of step S (or before the FTR_Checkpoint that ends step S). Repeatable. A
+ *                replacement never kills itself.
  */
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -26,7 +28,7 @@
 #include "ftrabit.h"
 
 typedef struct {
-    int rank, step;
+    int rank, step, in_checkpoint;
 } kill_t;
 
 static kill_t kills[64];
@@ -45,7 +47,8 @@ static int parse_args(int argc, char **argv, int *steps, int *every, int *length
         } else if (!strcmp(argv[i], "--length")) {
             *length = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--kill") && nkills < 64
-                   && 2 == sscanf(argv[++i], "%d:%d", &kills[nkills].rank, &kills[nkills].step)) {
+                   && 2 <= sscanf(argv[++i], "%d:%d", &kills[nkills].rank, &kills[nkills].step)) {
+            kills[nkills].in_checkpoint = NULL != strstr(argv[i], ":checkpoint");
             nkills++;
         } else {
             return -1;
@@ -54,10 +57,11 @@ static int parse_args(int argc, char **argv, int *steps, int *every, int *length
     return *steps > 0 && *every > 0 && *length > 0 ? 0 : -1;
 }
 
-static void maybe_die(int rank, int step, int is_replacement)
+static void maybe_die(int rank, int step, int in_checkpoint, int is_replacement)
 {
     for (int i = 0; i < nkills && !is_replacement; i++) {
-        if (kills[i].rank == rank && kills[i].step == step) {
+        if (kills[i].rank == rank && kills[i].step == step
+            && kills[i].in_checkpoint == in_checkpoint) {
             fprintf(stderr, "ulfm_allreduce: rank %d killing itself at step %d\n", rank, step);
             fflush(stderr);
             raise(SIGKILL);
@@ -119,7 +123,7 @@ int main(int argc, char **argv)
     double t0 = MPI_Wtime();
     while ((int) state[0] < steps) {
         int step = (int) state[0];
-        maybe_die(original_rank, step, is_replacement);
+        maybe_die(original_rank, step, 0, is_replacement);
         contribution(work, model, length, rank, step);
         int rc = MPI_Allreduce(MPI_IN_PLACE, work, length, MPI_DOUBLE, MPI_SUM, world);
         if (MPI_SUCCESS == rc) {
@@ -129,12 +133,37 @@ int main(int argc, char **argv)
          * MPI collectives (FTR_* collectives need none). */
         int ok = MPI_SUCCESS == rc;
         int agree_rc = MPIX_Comm_agree(world, &ok);
+        int recovered = 0;
+        double r0 = MPI_Wtime();
         if (MPI_SUCCESS != agree_rc || !ok) {
-            double r0 = MPI_Wtime();
             if (MPI_SUCCESS != FTR_Comm_recover(&world)) {
                 fprintf(stderr, "ulfm_allreduce: recovery failed\n");
                 MPI_Abort(MPI_COMM_WORLD, 3);
             }
+            recovered = 1;
+        } else {
+            memcpy(model, work, sizeof(double) * (size_t) length);
+            state[0] = step + 1;
+            step_of_rank = step + 1;
+            if ((step + 1) % every == 0) {
+                maybe_die(original_rank, step, 1, is_replacement);
+                /* A failure inside: the checkpoint has rebuilt the communicator already and
+                 * says so with an error; the replacement restarts from the previous version
+                 * and replays plain collectives, so everybody goes back with it. */
+                rc = FTR_Checkpoint(&world, state, sizeof(double) * ((size_t) length + 1),
+                                    &step_of_rank, sizeof(step_of_rank));
+                if (MPI_SUCCESS != rc) {
+                    int cls;
+                    MPI_Error_class(rc, &cls);
+                    if (MPIX_ERR_PROC_FAILED != cls) {
+                        fprintf(stderr, "ulfm_allreduce: FTR_Checkpoint failed\n");
+                        MPI_Abort(MPI_COMM_WORLD, 3);
+                    }
+                    recovered = 1;
+                }
+            }
+        }
+        if (recovered) {
             /* Everybody goes back to the last checkpoint; before the first one that is the
              * initial state (FTR_Load_checkpoint leaves the buffers alone for version 0). */
             memset(state, 0, sizeof(double) * ((size_t) length + 1));
@@ -149,14 +178,6 @@ int main(int argc, char **argv)
                        MPI_Wtime() - r0, (int) state[0], version);
                 fflush(stdout);
             }
-            continue;
-        }
-        memcpy(model, work, sizeof(double) * (size_t) length);
-        state[0] = step + 1;
-        step_of_rank = step + 1;
-        if ((step + 1) % every == 0) {
-            FTR_Checkpoint(&world, state, sizeof(double) * ((size_t) length + 1), &step_of_rank,
-                           sizeof(step_of_rank));
         }
     }
     if (0 == rank) {

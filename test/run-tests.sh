@@ -389,6 +389,10 @@ ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
 # the replacement stays for the next rebuild instead of leaving.
 ft kill-during-catch-up 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2
 ft kill-during-catch-up-of-rank0 5 "0:9:after-allreduce" --mca coll_ftrabit_test_kill_in_catch_up 4
+# The same with results of 17 KiB (rendezvous on sm): transfers between live ranks that
+# stopped receiving must not wait on each other.
+ft kill-during-catch-up-large-results 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2 \
+    -- --clusters 200 --dims 10 --points 4000
 # Everything over TCP: survivors writing to the dead rank must get EPIPE, not SIGPIPE.
 ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
@@ -426,9 +430,30 @@ ft_run test/mpi/ft_types types/kill-rank1 4 "1:7"
 ft_run test/mpi/ft_types types/kill-rank0-before-first-checkpoint 4 "0:3"
 ft_run test/mpi/ft_types types/kill-two-at-once 5 "2:12 3:12"
 ft_run test/mpi/ft_types types/result-replicas-2 6 "1:8" --mca coll_ftrabit_result_replicas 2
+# Shrink renumbers the survivors: a broadcast retried after a failure inside it must use
+# its root's new number (the pipeline's first hop dies: nobody received anything), and a
+# root that died there must give every rank the same clear error, not another rank's data.
+ft_run test/mpi/ft_types types/shrink-bcast-root-renumbered 4 "0:7:bcast" \
+    --mca coll_ftrabit_recovery shrink --mca coll_ftrabit_bcast_algorithm pipeline
+shrink_bcast_root_died() {
+    local log=$logs/ft-types-shrink-bcast-root-died.log rc timed_out
+    ft_launch test/mpi/ft_types "$log" 4 "1:9:bcast" --mca coll_ftrabit_recovery shrink
+    cat "$log"
+    [ $timed_out = 0 ] && ! grep -q "broadcast value" "$log" \
+        && grep -q "its root died before any survivor received the data" "$log" \
+        && grep -q "padded Bcast failed" "$log" # the first to exit may end the others
+}
+check ft/types/shrink-bcast-root-died/np4 shrink_bcast_root_died
 ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
 ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
 ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
+# A failure inside FTR_Checkpoint when the collectives are plain MPI ones: the survivors used
+# to retry the checkpoint and wait in its ring exchange while the replacement replayed
+# plain collectives from the previous version; now the checkpoint returns a process failure
+# and everybody rolls back.
+ft_run ulfm_allreduce plain-ulfm/kill-in-checkpoint 4 "1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-two-in-checkpoint 4 "2:7:checkpoint 1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-in-first-checkpoint 4 "3:3:checkpoint"
 # Warm spares (coll_ftrabit_spares): a spare takes each dead rank while any is left, then
 # respawn; every run bit-identical to the plain run on the application's ranks.
 ft_spares kill-one 4 2 "1:7" 1 0

@@ -239,9 +239,23 @@ int main(int argc, char **argv)
         }
     }
 
-    MPI_Comm_rank(world, &rank);
+    /* A communicator made after the FTR one was freed (often at the same address, so
+     * with the same handle) is a plain one: no state of the freed one may be found. */
+    MPI_Comm freed = world, spare, plain;
+    size_t results, bytes, held;
+    MPI_Comm_dup(world, &spare); /* a plain communicator: the state is not copied */
+    MPI_Comm_free(&world);
+    MPI_Comm_dup(spare, &plain);
+    check(MPI_ERR_COMM == FTR_Cache_memory(plain, &results, &bytes, &held),
+          "a new communicator is not an FTR one", iterations);
+    if (0 == rank) {
+        printf("mpitest ft_results: the new communicator %s the freed one's handle\n",
+               plain == freed ? "reuses" : "does not reuse");
+    }
+
+    MPI_Comm_rank(plain, &rank);
     int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, world);
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, plain);
     printf("mpitest: rank %d done\n", original_rank);
     fflush(stdout);
     if (0 == rank) {
@@ -253,7 +267,8 @@ int main(int argc, char **argv)
     free(big);
     free(strided);
     free(ints);
-    MPI_Comm_free(&world);
+    MPI_Comm_free(&plain);
+    MPI_Comm_free(&spare);
     FTR_Finalize();
     return total ? 1 : 0;
 }

@@ -14,8 +14,9 @@
  * The first bootstrap allreduce uses the padded type too (kept for the job's life).
  *
  * Usage: mpirun --with-ft ulfm -np N ft_types [--iterations N] [--every N] [--kill R:I]...
- *   --kill R:I   original rank R kills itself (SIGKILL) before iteration I's first
- *                collective; a replacement never does.
+ *   --kill R:I[:bcast]  original rank R kills itself (SIGKILL) before iteration I's first
+ *                collective (or before its broadcast, whose root is the iteration modulo the
+ *                current size); a replacement never does.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -37,7 +38,7 @@ typedef struct {
 } pair_t;
 
 static struct {
-    int rank, iteration;
+    int rank, iteration, before_bcast;
 } kills[32];
 static int nkills;
 
@@ -76,6 +77,39 @@ static void sum_typed(void *in, void *inout, int *len, MPI_Datatype *type)
     }
 }
 
+static void maybe_die(int original_rank, int it, int before_bcast, int is_replacement)
+{
+    for (int i = 0; i < nkills && !is_replacement; i++) {
+        if (kills[i].rank == original_rank && kills[i].iteration == it
+            && kills[i].before_bcast == before_bcast) {
+            fprintf(stderr, "ft_types: rank %d killing itself at iteration %d%s\n",
+                    original_rank, it, before_bcast ? " before the broadcast" : "");
+            fflush(stderr);
+            raise(SIGKILL);
+        }
+    }
+}
+
+/* The original rank of `root` in comm: its rank in this process's MPI_COMM_WORLD (the
+ * shrink policy keeps the original processes, renumbered), or `root` itself when it is not
+ * in it or this process is a replacement (respawn keeps the ranks, and a replacement's
+ * MPI_COMM_WORLD is the job that recovery spawned). */
+static int root_original_rank(MPI_Comm comm, int root, int is_replacement)
+{
+    MPI_Group group, world_group;
+    int orig;
+
+    if (is_replacement) {
+        return root;
+    }
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_translate_ranks(group, 1, &root, world_group, &orig);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    return MPI_UNDEFINED == orig ? root : orig;
+}
+
 static void check(int err, const char *what)
 {
     if (MPI_SUCCESS != err) {
@@ -99,8 +133,9 @@ int main(int argc, char **argv)
         } else if (i + 1 < argc && !strcmp(argv[i], "--every")) {
             every = atoi(argv[++i]);
         } else if (i + 1 < argc && !strcmp(argv[i], "--kill") && nkills < 32
-                   && 2 == sscanf(argv[i + 1], "%d:%d", &kills[nkills].rank,
+                   && 2 <= sscanf(argv[i + 1], "%d:%d", &kills[nkills].rank,
                                   &kills[nkills].iteration)) {
+            kills[nkills].before_bcast = NULL != strstr(argv[i + 1], ":bcast");
             nkills++;
             i++;
         } else {
@@ -144,13 +179,7 @@ int main(int argc, char **argv)
     }
 
     for (int it = (int) global[0]; it < iterations; it++) {
-        for (int i = 0; i < nkills && !is_replacement; i++) {
-            if (kills[i].rank == original_rank && kills[i].iteration == it) {
-                fprintf(stderr, "ft_types: rank %d killing itself at iteration %d\n", rank, it);
-                fflush(stderr);
-                raise(SIGKILL);
-            }
-        }
+        maybe_die(original_rank, it, 0, is_replacement);
         uint64_t h = global[1];
 
         pair_t pairs[NPAIRS];
@@ -191,14 +220,28 @@ int main(int argc, char **argv)
             h = fold(h, &spread[k], sizeof(double));
         }
 
+        MPI_Comm_rank(world, &rank); /* the shrink policy renumbers the survivors */
+        MPI_Comm_size(world, &size);
         int root = it % size;
+        maybe_die(original_rank, it, 1, is_replacement);
+        /* The root sends its original rank: the data must come from the process that was
+         * `root` when the call was made, even if a failure in the call renumbered the ranks. */
+        int root_orig = root_original_rank(world, root, is_replacement);
         for (int k = 0; k < NPADDED; k++) {
-            slots[k] = (int64_t) 0x7b7b7b7b00000000LL | (uint32_t) (rank == root ? it * 10 + k : -1);
+            int v = rank == root ? original_rank * 1000 + it * 10 + k : -1;
+            slots[k] = (int64_t) 0x7b7b7b7b00000000LL | (uint32_t) v;
         }
         check(FTR_Bcast(slots, NPADDED, padded, root, &world), "padded Bcast");
         for (int k = 0; k < NPADDED; k++) {
             int v;
             memcpy(&v, &slots[k], sizeof(v));
+            if (v != root_orig * 1000 + it * 10 + k) {
+                fprintf(stderr, "ft_types: rank %d, iteration %d: broadcast value %d, expected "
+                                "%d from original rank %d\n", original_rank, it, v,
+                        root_orig * 1000 + it * 10 + k, root_orig);
+                fflush(stderr);
+                _exit(4);
+            }
             h = fold(h, &v, sizeof(v));
         }
 

@@ -38,8 +38,11 @@ extern "C" {
  * FTR_Finalize, it calls MPI_Finalize and exit(0) inside FTR_Init. Code before FTR_Init
  * runs in every process, code after it only in those that hold a rank. */
 FTR_EXPORT int FTR_Init(int *argc, char ***argv, MPI_Comm *world);
-/* Releases unused spares, then MPI_Finalize. With spares, end with FTR_Finalize, not with
- * MPI_Finalize alone: the spares would wait for ever. */
+/* Collective over every FTR communicator: a process that is done still takes part in the
+ * recovery of processes that failed before reaching it, then the release of unused spares
+ * (coll_ftrabit_spares) and MPI_Finalize. With spares, end with FTR_Finalize, not with
+ * MPI_Finalize alone: the spares would wait for ever. The application
+ * may have freed its FTR communicators before, or not. */
 FTR_EXPORT int FTR_Finalize(void);
 
 /* How this process came to hold its rank. */
@@ -67,7 +70,11 @@ FTR_EXPORT int FTR_Bcast_bootstrap_at(void *buf, int count, MPI_Datatype type, i
                                       const char *func);
 
 /* Collective. `global` is identical on every rank; `local` is this rank's own state,
- * replicated to ring neighbours. Commits a new version on every rank or on none. */
+ * replicated to ring neighbours. Commits a new version on every rank or on none. A failure
+ * inside it is recovered from and the checkpoint retried, except when no FTR collective ran
+ * since the last checkpoint under respawn (the replacement could not replay up to here):
+ * then it returns MPIX_ERR_PROC_FAILED with *comm already rebuilt and nothing committed,
+ * and the application goes back to FTR_Load_checkpoint, as after a failed plain collective. */
 FTR_EXPORT int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size,
                               const void *local, size_t local_size);
 /* version 0: fresh start, buffers untouched. In a replacement: the last committed version,

@@ -343,6 +343,35 @@ static void *ftrabit_input_copy(ftrabit_state_t *st, const void *buf, const ftra
     return MPI_SUCCESS == *err ? input : NULL;
 }
 
+/* A broadcast retried after a recovery that renumbered the ranks (shrink): *root, a rank
+ * of the communicator the call started on (`before`), becomes the rank of the same process
+ * in the rebuilt one. Under respawn every rank keeps its number (a dead root's replacement
+ * replays up to this call and sends the same data). A root that died under shrink took
+ * the data with it: every rank translates the same groups, so every rank fails alike. */
+static int ftrabit_follow_root(const ftrabit_state_t *st, MPI_Group before, uint64_t seq,
+                               int *root)
+{
+    MPI_Group after;
+    int moved;
+
+    if (FTRABIT_RECOVER_SHRINK != ftrabit_settings.policy) {
+        return MPI_SUCCESS;
+    }
+    MPI_Comm_group(st->comm, &after);
+    MPI_Group_translate_ranks(before, 1, root, after, &moved);
+    MPI_Group_free(&after);
+    if (MPI_UNDEFINED == moved) {
+        if (st->announces_recovery) {
+            fprintf(stderr, "ftrabit: FTR_Bcast (collective %llu): its root died before any "
+                            "survivor received the data, which is lost under the shrink "
+                            "policy\n", (unsigned long long) seq);
+        }
+        return MPI_ERR_ROOT;
+    }
+    *root = moved;
+    return MPI_SUCCESS;
+}
+
 static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *comm)
 {
     ftrabit_state_t *st = ftrabit_state_of(*comm);
@@ -378,10 +407,11 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
         }
     }
 
+    ftrabit_call_t now = *call; /* the root follows its process when ranks are renumbered */
     for (;;) {
-        err = ftrabit_run_once(call, buf, &result, st->comm);
+        err = ftrabit_run_once(&now, buf, &result, st->comm);
         if (MPI_SUCCESS == err) {
-            ftrabit_result_complete(st, seq, buf, call, &result);
+            ftrabit_result_complete(st, seq, buf, &now, &result);
             st->completed_seq = seq;
             break;
         }
@@ -389,12 +419,21 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
             break;
         }
         ftrabit_log(1, "collective %llu failed (%d): recovering", (unsigned long long) seq, err);
-        err = ftrabit_recover(st, comm);
-        if (MPI_SUCCESS != err) {
-            break;
+        MPI_Group before = MPI_GROUP_NULL;
+        if (now.is_bcast) {
+            MPI_Comm_group(st->comm, &before);
         }
-        if (ftrabit_serve_cached(st, seq, buf, call, &err)) {
-            break; /* someone completed it before the failure: take their result */
+        err = ftrabit_recover(st, comm);
+        if (MPI_SUCCESS == err && ftrabit_serve_cached(st, seq, buf, &now, &err)) {
+            /* someone completed it before the failure: take their result */
+        } else if (MPI_SUCCESS == err && now.is_bcast) {
+            err = ftrabit_follow_root(st, before, seq, &now.root);
+        }
+        if (MPI_GROUP_NULL != before) {
+            MPI_Group_free(&before);
+        }
+        if (MPI_SUCCESS != err || st->completed_seq == seq) {
+            break;
         }
     }
     ftrabit_cache_return_slot(&st->results, &result.slot); /* if not kept */

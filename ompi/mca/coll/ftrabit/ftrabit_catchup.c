@@ -8,10 +8,14 @@
  * Afterwards every rank is at the plan's target sequence number: results it missed sit in
  * its cache, and a replacement holds the checkpoint FTR_Load_checkpoint will hand out.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <mpi.h>
+#include <mpi-ext.h>
 
 #include "ftrabit_internal.h"
 
@@ -166,9 +170,11 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
 static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
                                    int size, int rank)
 {
+    /* From the survivor that completed the most collectives: one still inside a bootstrap
+     * call when the failure struck lacks that call's entry, which another has. */
     int source = -1, err = MPI_SUCCESS;
-    for (int r = 0; r < size && source < 0; r++) {
-        if (!all[r].replacement) {
+    for (int r = 0; r < size; r++) {
+        if (!all[r].replacement && (source < 0 || all[r].completed_seq > all[source].completed_seq)) {
             source = r;
         }
     }
@@ -310,9 +316,10 @@ static int ftrabit_plan_with_room(const ftrabit_rank_state_t *all, int size, int
     return rc;
 }
 
-int ftrabit_catch_up(ftrabit_state_t *st)
+int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
 {
     int size, rank, err;
+    *plan_failed = 0;
     MPI_Comm_size(st->comm, &size);
     MPI_Comm_rank(st->comm, &rank);
 
@@ -337,6 +344,7 @@ int ftrabit_catch_up(ftrabit_state_t *st)
         if (0 == rank) { /* every rank computed the same plan: one message is enough */
             fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
         }
+        *plan_failed = 1;
         err = MPI_ERR_OTHER;
         goto out;
     }
@@ -356,6 +364,14 @@ int ftrabit_catch_up(ftrabit_state_t *st)
             continue;
         }
         err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
+        if (MPI_SUCCESS == err && len > (size_t) INT_MAX) {
+            /* one message carries at most INT_MAX bytes (MPI_Isend's int count) */
+            fprintf(stderr, "ftrabit: recovery is not possible: a transfer of %zu bytes (more "
+                            "than 2 GiB of results since the checkpoint) is not supported; "
+                            "checkpoint more often\n", len);
+            free(FTRABIT_XFER_RESULTS == x->kind ? buf : NULL);
+            err = MPI_ERR_COUNT;
+        }
         if (MPI_SUCCESS == err) {
             if (FTRABIT_XFER_RESULTS == x->kind) {
                 owned[i] = buf;
@@ -369,7 +385,18 @@ int ftrabit_catch_up(ftrabit_state_t *st)
             err = ftrabit_xfer_receive(st, &plan.xfers[i], FTRABIT_TAG_XFER_BASE + i);
         }
     }
+    /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
+     * waits for its receiver: without a revoke, two such ranks wait on each other's sends
+     * for ever. The revoke ends every pending transfer (in error), so that the buffers
+     * below are no longer the PML's when they are freed. */
+    if (MPI_SUCCESS != err) {
+        MPIX_Comm_revoke(st->comm);
+    }
     int send_err = ftrabit_wait_sends(nreqs, reqs);
+    if (MPI_SUCCESS != send_err && MPI_SUCCESS == err) {
+        MPIX_Comm_revoke(st->comm);
+        (void) MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE); /* those left pending */
+    }
     if (MPI_SUCCESS == err) {
         err = send_err;
     }
@@ -382,7 +409,7 @@ int ftrabit_catch_up(ftrabit_state_t *st)
         goto out;
     }
 
-    /* Replacements also get the bootstrap table, from the first rank that is not one. */
+    /* Replacements also get the bootstrap table (ftrabit_share_bootstrap says from whom). */
     err = ftrabit_share_bootstrap(st, all, size, rank);
     if (MPI_SUCCESS != err) {
         goto out;

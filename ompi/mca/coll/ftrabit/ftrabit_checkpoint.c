@@ -109,6 +109,20 @@ static void ftrabit_commit(ftrabit_state_t *st, uint64_t seq, const void *global
     ftrabit_cache_drop_through(&st->results, seq);
 }
 
+/* After a rebuild inside the checkpoint of `seq`: can the replacements reach this call by
+ * replay? They restart from the last committed version and replay what the cache serves:
+ * the FTR collectives since that version. With none since it, the application did no
+ * collective in between or only plain MPI ones (the FTR_Comm_recover way), which the
+ * survivors must run again with them: retrying here would leave the survivors waiting in
+ * the ring exchange while the replacements wait in those collectives. Then the checkpoint
+ * returns a process failure (the communicator already rebuilt, nothing committed), and the
+ * application rolls back to FTR_Load_checkpoint as after any failed collective. Under
+ * shrink nobody replays, and the checkpoint is simply retried. */
+static int ftrabit_replacement_cannot_replay_to(const ftrabit_state_t *st, uint64_t seq)
+{
+    return FTRABIT_RECOVER_RESPAWN == ftrabit_settings.policy && seq == st->ckpt_seq + 1;
+}
+
 int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const void *local,
                    size_t local_size)
 {
@@ -144,6 +158,9 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
         err = ftrabit_rebuild_after_agreement(st, comm);
         if (MPI_SUCCESS != err) {
             return err;
+        }
+        if (ftrabit_replacement_cannot_replay_to(st, seq)) {
+            return MPIX_ERR_PROC_FAILED;
         }
     }
 }

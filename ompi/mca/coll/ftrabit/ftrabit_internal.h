@@ -145,7 +145,9 @@ void ftrabit_spares_release(void);
 int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI_Comm *world);
 
 /* The catch-up exchange over a rebuilt communicator (both sides). */
-int ftrabit_catch_up(ftrabit_state_t *st);
+/* *plan_failed: the error is the plan's (every rank computed the same one, no transfer
+ * started), not a transfer's. */
+int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed);
 
 /* Checkpoint storage (ftrabit_checkpoint.c). */
 int ftrabit_checkpoint_exchange(ftrabit_state_t *st, const void *global, size_t global_size,

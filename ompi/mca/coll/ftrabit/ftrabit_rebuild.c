@@ -427,18 +427,23 @@ static void ftrabit_leave_after_replacements(const ftrabit_state_t *st)
 
 static int ftrabit_catch_up_agreed(ftrabit_state_t *st)
 {
-    int err = ftrabit_catch_up(st);
+    int plan_failed;
+    int err = ftrabit_catch_up(st, &plan_failed);
     int flag = 0;
 
     if (MPI_SUCCESS == err) {
         flag = FTRABIT_CATCHUP_DONE | FTRABIT_CATCHUP_RETRYABLE;
     } else if (ftrabit_is_process_failure(err)) {
         flag = FTRABIT_CATCHUP_RETRYABLE;
-        MPIX_Comm_revoke(st->comm);
     }
     /* A failed plan needs no revoke: every rank computes it, and no transfer starts. A
      * revoke would break the record exchange of ranks still in it, and with it their
-     * message saying why. */
+     * message saying why. Any other error (a process failure, out of memory, a transfer
+     * too large) may leave peers waiting for a transfer from this rank: the revoke gets
+     * them to the agreement. */
+    if (MPI_SUCCESS != err && !plan_failed) {
+        MPIX_Comm_revoke(st->comm);
+    }
     /* The flag is the same on every survivor even when the agreement reports a failure;
      * a process that died after it is found by the next collective. */
     int local = flag;

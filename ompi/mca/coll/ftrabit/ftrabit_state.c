@@ -50,20 +50,19 @@ int FTR_Origin(int *origin)
 static MPI_Comm ftrabit_last_comm = MPI_COMM_NULL;
 static ftrabit_state_t *ftrabit_last_state;
 
-/* The application freed its handle (or recovery freed the one it replaced): the state and
- * its own communicator stay, for the final agreement; the lookup cache forgets the handle,
- * which a later communicator may reuse. */
-static int ftrabit_app_comm_deleted(MPI_Comm comm, int keyval, void *attr, void *extra)
+/* An application handle is freed (by the application, or by recovery replacing it): the
+ * state and its own communicator stay, for the final agreement. */
+static int ftrabit_state_detached(MPI_Comm comm, int keyval, void *value, void *extra)
 {
-    ftrabit_state_t *st = attr;
+    ftrabit_state_t *st = value;
     (void) keyval;
     (void) extra;
-    if (NULL != st && st->app_comm == comm) {
-        st->app_comm = MPI_COMM_NULL;
-    }
     if (comm == ftrabit_last_comm) {
         ftrabit_last_comm = MPI_COMM_NULL;
         ftrabit_last_state = NULL;
+    }
+    if (NULL != st && st->app_comm == comm) {
+        st->app_comm = MPI_COMM_NULL;
     }
     return MPI_SUCCESS;
 }
@@ -92,7 +91,7 @@ int ftrabit_state_hand_out(ftrabit_state_t *st, MPI_Comm *app)
 {
     if (MPI_KEYVAL_INVALID == ftrabit_keyval) {
         /* No copy function: a dup of an FTR communicator is a plain communicator. */
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ftrabit_app_comm_deleted, &ftrabit_keyval,
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ftrabit_state_detached, &ftrabit_keyval,
                                NULL);
     }
     int err = MPI_Comm_dup(st->comm, app);
@@ -144,20 +143,6 @@ void ftrabit_state_free(ftrabit_state_t *st)
     free(st);
 }
 
-int FTR_Cache_memory(MPI_Comm comm, size_t *results, size_t *result_bytes, size_t *held_bytes)
-{
-    ftrabit_state_t *st = ftrabit_state_of(comm);
-    ftrabit_cache_memory_t m;
-    if (NULL == st || NULL == results || NULL == result_bytes || NULL == held_bytes) {
-        return NULL == st ? MPI_ERR_COMM : MPI_ERR_ARG;
-    }
-    ftrabit_cache_memory(&st->results, &m);
-    *results = m.results;
-    *result_bytes = m.result_bytes;
-    *held_bytes = m.held_bytes;
-    return MPI_SUCCESS;
-}
-
 void ftrabit_state_release_all(void)
 {
     while (NULL != ftrabit_states) {
@@ -176,6 +161,20 @@ void ftrabit_state_release_all(void)
     if (MPI_KEYVAL_INVALID != ftrabit_keyval) {
         MPI_Comm_free_keyval(&ftrabit_keyval);
     }
+}
+
+int FTR_Cache_memory(MPI_Comm comm, size_t *results, size_t *result_bytes, size_t *held_bytes)
+{
+    ftrabit_state_t *st = ftrabit_state_of(comm);
+    ftrabit_cache_memory_t m;
+    if (NULL == st || NULL == results || NULL == result_bytes || NULL == held_bytes) {
+        return NULL == st ? MPI_ERR_COMM : MPI_ERR_ARG;
+    }
+    ftrabit_cache_memory(&st->results, &m);
+    *results = m.results;
+    *result_bytes = m.result_bytes;
+    *held_bytes = m.held_bytes;
+    return MPI_SUCCESS;
 }
 
 /* An int-valued control variable, or `fallback` when coll/ftrabit is not loaded. */
