@@ -58,6 +58,9 @@ static int ftrabit_app_comm_deleted(MPI_Comm comm, int keyval, void *attr, void 
     ftrabit_state_t *st = attr;
     (void) keyval;
     (void) extra;
+    if (NULL != st && st->app_comm == comm) {
+        st->app_comm = MPI_COMM_NULL;
+    }
     if (comm == ftrabit_last_comm) {
         ftrabit_last_comm = MPI_COMM_NULL;
         ftrabit_last_state = NULL;
