@@ -279,9 +279,10 @@ static int dr2_register(void)
 
     m->verbose = 0;
     reg("verbose",
-        "Verbosity of pml dr2: 0 silent, 1 peer failures, 2 also a summary of the fault "
-        "counters (fragments resent, corrupt, duplicated, ...) of each process at MPI_Finalize, 20 "
-        "every dropped segment",
+        "Verbosity of pml dr2: 0 silent, 1 peer failures and paths going down or up, 2 also a "
+        "summary of the fault and per-path counters (fragments resent, corrupt, duplicated, "
+        "...) of each process at MPI_Finalize, 10 each peer's paths and payload checksum "
+        "policy, 20 every dropped segment",
         MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, &m->verbose);
 
     m->inject_drop = 0.0;
