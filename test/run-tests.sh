@@ -642,6 +642,9 @@ mpi dr2/invalid-frag-size 2 "abort:pml_dr2_frag_size has an invalid value" test/
     "${DR2[@]}" --mca pml_dr2_frag_size 0
 mpi dr2/invalid-eager-limit 2 "abort:pml_dr2_eager_limit has an invalid value" test/mpi/dr2_p2p \
     "${DR2[@]}" --mca pml_dr2_eager_limit 2000000
+mpi dr2/invalid-probe-interval 2 \
+    "abort:pml_dr2_path_probe_interval_us/_max_us has an invalid value" test/mpi/dr2_p2p \
+    "${DR2[@]}" --mca pml_dr2_path_probe_interval_us 0
 mpi dr2/invalid-local-timeout 2 "abort:pml_dr2_local_timeout_us has an invalid value" \
     test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_local_timeout_us 0
 ft kill-rank1-over-dr2 4 "1:7" "${DR2[@]}"

@@ -420,6 +420,12 @@ static int dr2_open(void)
         snprintf(value, sizeof(value), "%d", m->retry_limit);
         return refuse("pml_dr2_retry_limit", value, "Use 0 (never give up) or a positive count.");
     }
+    if (0 == m->path_probe_interval_us || m->path_probe_interval_us > m->path_probe_interval_max_us) {
+        snprintf(value, sizeof(value), "%u/%u", m->path_probe_interval_us,
+                 m->path_probe_interval_max_us);
+        return refuse("pml_dr2_path_probe_interval_us/_max_us", value,
+                      "The first interval must be positive and not exceed the longest.");
+    }
     if (0 == m->window || m->window > PML_DR2_WINDOW_MAX || (m->window & (m->window - 1)) != 0) {
         snprintf(value, sizeof(value), "%u", m->window);
         return refuse("pml_dr2_window", value, "Use a power of two between 1 and 1024.");
