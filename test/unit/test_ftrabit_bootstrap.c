@@ -15,10 +15,7 @@ static uint64_t rng_state = 0x243f6a8885a308d3ull;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
+    return unit_xorshift64s(&rng_state);
 }
 
 static const ftrabit_bootstrap_signature_t sum8 = {.kind = 1, .type_size = 8, .count = 1,

@@ -17,10 +17,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
+    return unit_xorshift64s(&rng_state);
 }
 
 /* The result a test stores for `seq`: its length and bytes both depend on seq. */

@@ -5,6 +5,7 @@
 #ifndef OMPIRES_UNIT_H
 #define OMPIRES_UNIT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 static int unit_case_failed;
@@ -22,6 +23,16 @@ static int unit_failures;
     } while (0)
 
 static const char *unit_case_name;
+
+/* xorshift64*: deterministic pseudo-random numbers for tests, so that a failure reproduces
+ * (each test keeps its own state and seed). */
+static inline uint64_t unit_xorshift64s(uint64_t *state)
+{
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 0x2545F4914F6CDD1Dull;
+}
 
 #define RUN(fn)                                  \
     do {                                         \
