@@ -1,0 +1,353 @@
+# Sourced by test/run-tests.sh (see there for the helpers: unit, mpi, check, ft_run, ...).
+# coll/ftrabit: collectives under mpirun, then fault tests with real SIGKILLs under ULFM.
+
+echo "== coll/ftrabit under mpirun (timeout ${timeout_s}s each)"
+FT=(--with-ft ulfm)
+for np in 1 2 3 4 5 8; do mpi allreduce "$np" pass test/mpi/coll_allreduce "${FT[@]}"; done
+mpi allreduce/no-ulfm 4 pass test/mpi/coll_allreduce
+mpi allreduce/recursive-doubling 3 pass test/mpi/coll_allreduce "${FT[@]}" \
+    --mca coll_ftrabit_allreduce_algorithm recursive_doubling
+mpi allreduce/reduce-scatter-allgather 6 pass test/mpi/coll_allreduce "${FT[@]}" \
+    --mca coll_ftrabit_allreduce_algorithm reduce_scatter_allgather
+for np in 1 2 3 4 7 8; do mpi bcast "$np" pass test/mpi/coll_bcast "${FT[@]}"; done
+mpi bcast/pipeline-small-segments 5 pass test/mpi/coll_bcast "${FT[@]}" \
+    --mca coll_ftrabit_bcast_algorithm pipeline --mca coll_ftrabit_bcast_segment_bytes 1000
+mpi bcast/binomial 4 pass test/mpi/coll_bcast "${FT[@]}" --mca coll_ftrabit_bcast_algorithm binomial
+for np in 1 2 3 5; do mpi selection "$np" pass test/mpi/coll_selection "${FT[@]}"; done
+mpi selection/excluded 2 pass test/mpi/coll_selection "${FT[@]}" --mca coll ^ftrabit -- excluded
+for alg in recursive_doubling reduce_scatter_allgather; do
+    mpi "determinism/$alg" 4 pass test/mpi/coll_determinism "${FT[@]}" \
+        -x "OMPI_MCA_coll_ftrabit_allreduce_algorithm=$alg"
+done
+mpi determinism 3 pass test/mpi/coll_determinism "${FT[@]}"
+mpi determinism 8 pass test/mpi/coll_determinism "${FT[@]}"
+for np in 2 3 4 8; do mpi mismatch "$np" pass test/mpi/coll_mismatch "${FT[@]}"; done
+mpi mismatch/fatal 3 "abort:called with different arguments on different ranks" \
+    test/mpi/coll_mismatch -- fatal
+
+# ---- fault tests: real SIGKILLs under ULFM ------------------------------------------------
+# ft_run PROG LABEL NP KILLS [mpirun options...] [-- program options...]: examples/PROG
+# (or PROG under the build directory when it names a directory) with the given --kill specs
+# must end with the same fingerprint as a run without failures (respawn: a replacement
+# must have run), or, under the shrink policy, with the same fingerprint as a second run
+# with the same kills (the dead ranks' data is gone, so only determinism can be checked).
+# Both runs go through "${launch[@]}": a reference is kept per launcher.
+# With --mca coll_ftrabit_spares S among the options, NP counts the spares too, and the
+# reference is the plain run on NP-S ranks without spares: spares must not change a result.
+declare -A ft_reference
+ft_fingerprint() { sed -n 's/^final .* fingerprint \([0-9a-f]*\).*/\1/p' "$1" | head -n 1; }
+# KILLS: R:I[:WHERE] kills rank R at iteration I (the program's --kill); on the cluster,
+# hN:I kills every process of host hN once some rank is done with iteration I (ftr_kmeans
+# --timeline tells; cluster_kill_host_when watches the log).
+ft_launch() { # ft_launch PROG LOG NP KILLS [mpirun options...] [-- program options...]
+    local prog=$1 log=$2 np=$3 kills=$4
+    shift 4
+    local opts=() args=() marks="" watchers=() k w bin=$build/examples/$prog
+    [[ "$prog" == */* ]] && bin=$build/$prog
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    args=("$@")
+    if [ "$prog" = ftr_kmeans ]; then
+        marks=$(mktemp -d)
+        args+=(--kill-marks "$marks")
+    fi
+    : >"$log"
+    for k in $kills; do
+        case "$k" in
+            h[0-9]*:[0-9]*)
+                [ ${#watchers[@]} -gt 0 ] || args+=(--timeline)
+                cluster_kill_host_when "$log" "^timeline rank [0-9]+ done ${k#*:} " "${k%%:*}" \
+                    "$ft_timeout_s" 2>>"$log.watch" &
+                watchers+=($!) ;;
+            *) args+=(--kill "$k") ;;
+        esac
+    done
+    run_timed "$ft_timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm "${opts[@]}" \
+        -np "$np" "$bin" "${args[@]}"
+    for w in "${watchers[@]}"; do kill "$w" 2>/dev/null; wait "$w" 2>/dev/null; done
+    [ -n "$marks" ] && rm -rf "$marks"
+    return 0
+}
+ft_run() {
+    local prog=$1 label=$2 np=$3 kills=$4
+    shift 4
+    local name
+    name=$(ft_test_name "$label" "$np")
+    selected "$name" || return 0
+    local log=$logs/ft-$(echo "$label-np$np" | tr '/ ' '__').log
+    local shrink=0 rc timed_out spares=0 ref_opts=()
+    [[ "$*" == *"recovery shrink"* ]] && shrink=1
+    local opts=("$@") i
+    for ((i = 0; i < ${#opts[@]}; i++)); do # the reference runs without spares
+        if [ "${opts[i]}" = --mca ] && [[ "${opts[i + 1]:-}" == coll_ftrabit_*spare* ]]; then
+            [ "${opts[i + 1]}" = coll_ftrabit_spares ] && spares=${opts[i + 2]}
+            i=$((i + 2))
+        else
+            ref_opts+=("${opts[i]}")
+        fi
+    done
+    local app=$((np - spares))
+    local ref_key="${launch[*]} $prog $app ${ref_opts[*]}"
+    [ $shrink = 1 ] && ref_key="$ref_key $kills"
+    if [ -z "${ft_reference[$ref_key]:-}" ]; then
+        if [ $shrink = 1 ]; then
+            ft_launch "$prog" "$log.reference" "$app" "$kills" "${ref_opts[@]}"
+        else
+            ft_launch "$prog" "$log.reference" "$app" "" "${ref_opts[@]}"
+        fi
+        ft_reference[$ref_key]=$(ft_fingerprint "$log.reference")
+    fi
+    local reference=${ft_reference[$ref_key]}
+    if [ -z "$reference" ]; then
+        fail "$name" "the reference run did not finish" "$log.reference"
+        return
+    fi
+    ft_launch "$prog" "$log" "$np" "$kills" "$@"
+    local got
+    got=$(ft_fingerprint "$log")
+    if [ $timed_out = 1 ]; then
+        fail "$name" "HANG after ${ft_timeout_s}s (kills: $kills)" "$log"
+    elif [ "$got" != "$reference" ]; then
+        fail "$name" "final fingerprint ${got:-missing}, reference run gave $reference (exit $rc)" "$log"
+    elif [ $shrink = 0 ] && [ -n "$kills" ] && ! grep -Eq "replacement starts|spare takes over" "$log"; then
+        fail "$name" "no replacement process ran" "$log"
+    elif [ "$spares" -gt 0 ] && ! grep -q "on $app ranks" "$log"; then
+        fail "$name" "the job did not finish on $app ranks" "$log"
+    elif [ -n "${ft_expect:-}" ] && [ "$(ft_takeovers "$log")" != "$ft_expect" ]; then
+        fail "$name" "expected $ft_expect, got $(ft_takeovers "$log")" "$log"
+    elif [ -z "$kills" ] && [[ "$*" != *test_kill* ]] && [ $rc -ne 0 ]; then
+        fail "$name" "no failure, but mpirun exited with $rc" "$log"
+    elif [ $shrink = 1 ] && ! grep -q "on $((np - $(wc -w <<<"$kills"))) ranks" "$log"; then
+        fail "$name" "the survivors did not finish on $((np - $(wc -w <<<"$kills"))) ranks" "$log"
+    else
+        pass "$name"
+    fi
+}
+ft() { ft_run ftr_kmeans "$@"; }
+# "S spare(s), R respawned": the replacements of a run, by origin.
+ft_takeovers() {
+    echo "$(grep -c "spare takes over" "$1") spare(s), $(grep -c "replacement starts" "$1") respawned"
+}
+# ft_spares LABEL APP SPARES KILLS TAKEOVERS RESPAWNS [mpirun options...]: ftr_kmeans on APP
+# ranks plus SPARES warm spares; exactly TAKEOVERS spares and RESPAWNS spawned processes
+# must have replaced dead ranks (a waiting spare costs nothing, so spares go first).
+ft_spares() { ft_spares_run ftr_kmeans "$@"; }
+ft_spares_run() {
+    local prog=$1 label=$2 app=$3 spares=$4 kills=$5
+    ft_expect="$6 spare(s), $7 respawned"
+    shift 7
+    ft_run "$prog" "spares/$label" "$((app + spares))" "$kills" \
+        --mca coll_ftrabit_spares "$spares" "$@"
+    ft_expect=
+}
+ft_timeout_s=${OMPIRES_FT_TIMEOUT:-60}
+
+# Both keepers of some results die together: a clear message and the end of the job. The
+# survivors leave only once they saw both replacements gone (ftrabit_rebuild.c: prterun can
+# hang when the original job ends while the replacements' job is being ended). At least one
+# survivor must say so: the first survivor to exit non-zero makes prterun end the others,
+# which may not have printed their line yet (1 run in about 6 here lost one of the four).
+lost_results_end_the_job() {
+    local log=$logs/ft-lost-results.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
+        --mca coll_ftrabit_result_replicas 2 --mca coll_ftrabit_verbose 1 \
+        -np 6 "$build/examples/ftr_kmeans" --kill 2:8 --kill 3:8
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "recovery is not possible: results needed by a recovering rank" "$log" \
+        && [ "$(grep -o "2 of 2 replacement(s) seen gone" "$log" | wc -l)" -ge 1 ]
+}
+
+# A replacement that never joins: the survivors' watchdog must end the job with a message.
+recovery_timeout_ends_the_job() {
+    local log=$logs/ft-recovery-timeout.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
+        --mca coll_ftrabit_recovery_timeout 5 -np 3 "$build/examples/ftr_kmeans" \
+        --kill 1:3 --replacement-stalls 20
+    [ $timed_out = 0 ] && grep -q "recovery did not finish within coll_ftrabit_recovery_timeout" "$log"
+}
+
+# A waiting spare sleeps between tests for news (ftrabit_spares.c): over a run of several
+# seconds its CPU time (all its threads, getrusage) must stay under 5% of the time it
+# waited. A spare blocked in MPI instead polls a core for the whole run.
+spare_waits_without_cpu() {
+    local log=$logs/ft-spares-cpu.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 1 \
+        --mca coll_ftrabit_verbose 1 -np 3 "$build/examples/ftr_kmeans" --iterations 2000 \
+        --points 100000
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -eq 0 ] || return 1
+    grep "spare released by FTR_Finalize after" "$log" | awk '
+        { for (i = 1; i <= NF; i++) { if ($i == "after") wait = $(i + 1); if ($i == "waiting,") cpu = $(i + 1) } }
+        END { printf "spare waited %s s, used %s s of CPU\n", wait, cpu
+              exit !(NR == 1 && wait >= 1 && cpu < 0.05 * wait) }'
+}
+
+# Recovery impossible while a spare still waits (both keepers of some results die; two of
+# three spares take their ranks): the job ends with the message, the last spare included.
+spares_lost_results_end_the_job() {
+    local log=$logs/ft-spares-lost-results.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 3 \
+        --mca coll_ftrabit_result_replicas 2 -np 9 "$build/examples/ftr_kmeans" \
+        --kill 2:8 --kill 3:8
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "recovery is not possible: results needed by a recovering rank" "$log"
+}
+
+# More spares than the job has processes: a clear message on every process, no hang.
+spares_refused_without_room() {
+    local log=$logs/ft-spares-refused.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 2 \
+        -np 2 "$build/examples/ftr_kmeans"
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "coll_ftrabit_spares 2: the job has no process left for the application" "$log"
+}
+
+# Shrink, rank 1 dies right before the last broadcast: the root has finished it and printed
+# the result (of all four ranks' data: the failure-free one) when the others recover in
+# FTR_Finalize's agreement; the job must end there, not hang.
+last_collective_shrink() {
+    local log=$logs/ft-last-collective-shrink.log rc timed_out reference
+    ft_launch ftr_kmeans "$log.reference" 4 "" -- --iterations 32
+    reference=$(ft_fingerprint "$log.reference")
+    ft_launch ftr_kmeans "$log" 4 "1:31:before-bcast" --mca coll_ftrabit_recovery shrink \
+        -- --iterations 32
+    cat "$log"
+    [ $timed_out = 0 ] && [ -n "$reference" ] && [ "$(ft_fingerprint "$log")" = "$reference" ] \
+        && grep -q "recovered from a process failure .*(shrink; 3 ranks" "$log"
+}
+
+echo "== coll/ftrabit fault tolerance (FTR_* API), real SIGKILL (timeout ${ft_timeout_s}s each)"
+ft kill-rank1-after-checkpoint 4 "1:7"
+ft kill-rank0-before-first-checkpoint 4 "0:3"
+ft kill-after-allreduce 4 "2:8:after-allreduce"
+ft kill-before-bcast 4 "3:12:before-bcast"
+ft kill-before-checkpoint 4 "1:9:before-checkpoint"
+ft kill-two-adjacent-at-once 4 "1:7 2:7"
+ft kill-same-rank-twice 4 "1:7 1:13"
+ft kill-rank0-after-checkpoint 4 "0:12"
+ft kill-rank0-and-its-neighbour-before-checkpoint 4 "0:9:before-checkpoint 1:9:before-checkpoint"
+ft kill-three-at-once-then-one-more 10 "0:7 4:7 9:7 1:8"
+# A rebuild inside a rebuild: rank 3 dies while the survivors recover from rank 0's second
+# death, sometimes while rank 0's replacement is still catching up.
+ft kill-rank0-twice-and-rank3 4 "0:3 0:11:after-allreduce 3:11:before-bcast"
+# The same, on purpose: a survivor dies in the catch-up exchange a replacement is part of;
+# the replacement stays for the next rebuild instead of leaving.
+ft kill-during-catch-up 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2
+ft kill-during-catch-up-of-rank0 5 "0:9:after-allreduce" --mca coll_ftrabit_test_kill_in_catch_up 4
+# The same with results of 17 KiB (rendezvous on sm): transfers between live ranks that
+# stopped receiving must not wait on each other.
+ft kill-during-catch-up-large-results 4 "1:7" --mca coll_ftrabit_test_kill_in_catch_up 2 \
+    -- --clusters 200 --dims 10 --points 4000
+# Everything over TCP: survivors writing to the dead rank must get EPIPE, not SIGPIPE.
+ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
+ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
+ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
+ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
+# 140 collectives since the (only) checkpoint, the start: the replacement's results come in
+# ~70 runs from alternating keepers, more than the transfer table used to hold.
+ft result-replicas-2/140-collectives-behind 6 "1:70" --mca coll_ftrabit_result_replicas 2 \
+    -- --iterations 80 --checkpoint-every 100
+ft shrink/kill-one 4 "1:7" --mca coll_ftrabit_recovery shrink
+ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recovery shrink
+# The root finishes its broadcast and reaches FTR_Checkpoint's agreement while the others
+# recover: recovery must meet it there (ftrabit_recover's agreement), or both sides hang.
+ft shrink/kill-rank0-then-two 5 "0:4 2:9:before-bcast 3:9:before-bcast" \
+    --mca coll_ftrabit_recovery shrink
+ft kill-two-before-bcast-then-checkpoint 5 "2:9:before-bcast 3:9:before-bcast"
+# The application keeps the communicator FTR_Init gave it (MPI allows it): a replacement
+# used to wait for ever in MPI_Finalize, disconnecting from the job that spawned it.
+ft keep-comm/kill-rank1 4 "1:7" -- --keep-comm
+ft keep-comm/kill-two-in-sequence 4 "2:3 1:13:after-allreduce" -- --keep-comm
+# A failure right before the job's last collective, no checkpoint after it (32 iterations,
+# checkpoints every 5): ranks that completed it meet the others in FTR_Finalize's agreement
+# and recover with them (they used to be gone into MPI_Finalize while the others waited);
+# rank 0 dying there must still print the result.
+ft last-collective/kill-rank1-before-bcast 4 "1:31:before-bcast" -- --iterations 32
+ft last-collective/kill-rank0-before-bcast 4 "0:31:before-bcast" -- --iterations 32
+ft last-collective/kill-rank3-after-allreduce 4 "3:31:after-allreduce" -- --iterations 32 \
+    --keep-comm
+check ft/last-collective/shrink-kill-rank1-before-bcast/np4 last_collective_shrink
+# Datatypes whose elements are not packed end to end (MPI_DOUBLE_INT with MINLOC, a resized
+# int, a strided vector) replayed to a replacement, from the cache and from the bootstrap
+# table (kill before the first checkpoint): cached results used to be copied as if the
+# elements were true-extent apart.
+ft_run test/mpi/ft_types types/kill-rank1 4 "1:7"
+ft_run test/mpi/ft_types types/kill-rank0-before-first-checkpoint 4 "0:3"
+ft_run test/mpi/ft_types types/kill-two-at-once 5 "2:12 3:12"
+ft_run test/mpi/ft_types types/result-replicas-2 6 "1:8" --mca coll_ftrabit_result_replicas 2
+# Shrink renumbers the survivors: a broadcast retried after a failure inside it must use
+# its root's new number (the pipeline's first hop dies: nobody received anything), and a
+# root that died there must give every rank the same clear error, not another rank's data.
+ft_run test/mpi/ft_types types/shrink-bcast-root-renumbered 4 "0:7:bcast" \
+    --mca coll_ftrabit_recovery shrink --mca coll_ftrabit_bcast_algorithm pipeline
+shrink_bcast_root_died() {
+    local log=$logs/ft-types-shrink-bcast-root-died.log rc timed_out
+    ft_launch test/mpi/ft_types "$log" 4 "1:9:bcast" --mca coll_ftrabit_recovery shrink
+    cat "$log"
+    [ $timed_out = 0 ] && ! grep -q "broadcast value" "$log" \
+        && grep -q "its root died before any survivor received the data" "$log" \
+        && grep -q "padded Bcast failed" "$log" # the first to exit may end the others
+}
+check ft/types/shrink-bcast-root-died/np4 shrink_bcast_root_died
+ft_run ulfm_allreduce plain-ulfm/kill-one 4 "2:6"
+ft_run ulfm_allreduce plain-ulfm/kill-rank0-and-two-more 5 "0:3 3:9 4:9"
+ft_run ulfm_allreduce plain-ulfm/shrink 4 "1:6" --mca coll_ftrabit_recovery shrink
+# Warm spares (coll_ftrabit_spares): a spare takes each dead rank while any is left, then
+# respawn; every run bit-identical to the plain run on the application's ranks.
+ft_spares kill-one 4 2 "1:7" 1 0
+ft_spares kill-two-at-once 4 2 "1:7 2:7" 2 0
+ft_spares kill-three-with-two-spares 6 2 "1:7 3:7 5:7" 2 1
+ft_spares kill-rank0 4 2 "0:7" 1 0
+ft_spares kill-rank0-before-first-checkpoint 4 2 "0:3" 1 0
+ft_spares kill-same-rank-twice 4 2 "1:7 1:13" 2 0
+ft_spares spare-dies-waiting-then-rank1 4 2 "1:7" 1 0 --mca coll_ftrabit_test_kill_spare 4
+ft_spares spares-run-out-then-respawn 4 1 "1:7 3:12" 1 1
+ft_spares kill-in-the-last-iteration 4 2 "2:29:before-bcast" 1 0
+ft_spares unused 4 2 "" 0 0
+ft_spares spare-dies-unused 4 2 "" 0 0 --mca coll_ftrabit_test_kill_spare 5
+# A survivor dies right after the standby round, or in the catch-up a spare is part of: the
+# next round gives its rank to the other spare; with one spare, the second rank is respawned
+# from the communicator of the first round (survivors and the spare share no older one).
+ft_spares kill-during-recovery 4 2 "1:7" 2 0 --mca coll_ftrabit_test_kill_in_recovery 2
+ft_spares kill-during-catch-up 4 2 "1:7" 2 0 --mca coll_ftrabit_test_kill_in_catch_up 2
+ft_spares kill-during-catch-up-last-spare 4 1 "1:7" 1 1 --mca coll_ftrabit_test_kill_in_catch_up 2
+# An application that recovers with plain ULFM calls and FTR_Comm_recover.
+ft_spares_run ulfm_allreduce plain-ulfm-kill-rank0-and-two-more 5 2 "0:3 3:9 4:9" 2 1
+check ft/spares/wait-costs-no-cpu spare_waits_without_cpu
+check ft/spares/refused-without-room spares_refused_without_room
+check ft/spares/lost-results-end-the-job spares_lost_results_end_the_job
+# A failure inside FTR_Checkpoint when the collectives are plain MPI ones: the survivors used
+# to retry the checkpoint and wait in its ring exchange while the replacement replayed
+# plain collectives from the previous version; now the checkpoint returns a process failure
+# and everybody rolls back.
+ft_run ulfm_allreduce plain-ulfm/kill-in-checkpoint 4 "1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-two-in-checkpoint 4 "2:7:checkpoint 1:7:checkpoint"
+ft_run ulfm_allreduce plain-ulfm/kill-in-first-checkpoint 4 "3:3:checkpoint"
+check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
+check ft/lost-results-end-the-job lost_results_end_the_job
+# Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked
+# exactly, kept on the right ranks, replayed to a replacement; steady state holds the same
+# memory at every checkpoint.
+mpi ft/results/memory 4 pass test/mpi/ft_results --with-ft ulfm -- --memory 0
+mpi ft/results/memory-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --memory 2
+mpi ft/results/kill-rank1 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:6
+mpi ft/results/kill-rank0-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --kill 0:6
+mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:9
+mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
+mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
+    -- mismatch
+for victim in 3 0; do
+    mpi "ft/uniform/victim$victim" 4 pass test/mpi/ft_uniform --with-ft ulfm \
+        --mca coll_ftrabit_uniform true -- "$victim"
+done
+mpi ft/uniform/np6 6 pass test/mpi/ft_uniform --with-ft ulfm --mca coll_ftrabit_uniform true -- 2
+
+echo "== clean exits after failures (Open MPI patch 0001, docs/finalize-after-failures.md)"
+for mode in three single continue; do
+    mpi "ft/finalize-after-kills/$mode" 4 pass test/mpi/ft_finalize_after_kills --with-ft ulfm \
+        -- "$mode" hold
+done
