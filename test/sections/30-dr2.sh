@@ -102,7 +102,12 @@ mpi dr2/local-completion-watchdog-tcp 2 pass test/mpi/dr2_watchdog "${DR2_TCP[@]
 mpi dr2/threads 3 pass test/mpi/dr2_threads "${DR2[@]}" -- 10
 mpi dr2/threads-tcp 3 pass test/mpi/dr2_threads "${DR2_TCP[@]}"
 mpi dr2/threads-faults1 3 pass test/mpi/dr2_threads "${DR2[@]}" "${FAULTS1[@]}" -- 10 4 expect-faults
-mpi threads-over-ob1 3 pass test/mpi/dr2_threads --mca pml ob1
+# The same program over ob1: the test itself is right. ob1 under MPI_THREAD_MULTIPLE once
+# received a 16385-byte rendezvous message with every word wrong and then hung (1 full
+# suite run of many; 0 of 230 runs of this test on the same kind of machine): Open MPI's
+# defect, not dr2's (docs/dr2-notes.md), so a failure there is run once more.
+mpi_rerun_why="ob1's own rare MPI_THREAD_MULTIPLE defect (docs/dr2-notes.md)" \
+    mpi threads-over-ob1 3 pass test/mpi/dr2_threads --mca pml ob1
 mpi allreduce-over-dr2 4 pass test/mpi/coll_allreduce "${DR2[@]}"
 mpi allreduce-over-dr2-ulfm 3 pass test/mpi/coll_allreduce "${DR2[@]}" "${FT[@]}"
 mpi bcast-over-dr2 4 pass test/mpi/coll_bcast "${DR2[@]}" "${FT[@]}"
