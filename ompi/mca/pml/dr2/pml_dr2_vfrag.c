@@ -1,5 +1,7 @@
 /*
- * ompi-resilience: pml/dr2 sender side of the reliability protocol (see pml_dr2_vfrag.h).
+ * ompi-resilience: pml/dr2 sender side of the reliability protocol (see pml_dr2_vfrag.h):
+ * messages cut into vfrags, the window, scheduling over paths, ACKs and NACKs. Fragments
+ * on the wire are in pml_dr2_txfrag.c, timers and failover in pml_dr2_vfrag_timer.c.
  */
 #include "ompi_config.h"
 
@@ -14,7 +16,7 @@
 #include "pml_dr2_crc.h"
 #include "pml_dr2_peer.h"
 #include "pml_dr2_sendreq.h"
-#include "pml_dr2_vfrag.h"
+#include "pml_dr2_vfrag_shared.h"
 
 /* An EAGER segment is built whole in a stack buffer (txmsg_send_eager_now). */
 _Static_assert(PML_DR2_HDR_EAGER_LEN + MCA_PML_DR2_EAGER_HDR_MAX <= MCA_PML_DR2_SMALL_SEGMENT_MAX,
@@ -90,348 +92,6 @@ void mca_pml_dr2_txmsg_free(mca_pml_dr2_txmsg_t *msg)
     opal_free_list_return_st(&mca_pml_dr2.txmsgs, &msg->super);
 }
 
-static inline void vfrag_free(mca_pml_dr2_vfrag_t *v)
-{
-    opal_free_list_return_st(&mca_pml_dr2.vfrags, &v->super);
-}
-
-/* ---- vfrags in flight by id (peer->tx_slots) ----------------------------------------- */
-
-static inline mca_pml_dr2_vfrag_t **vfrag_slot(mca_pml_dr2_peer_t *peer, uint32_t id)
-{
-    return &peer->tx_slots[id & (mca_pml_dr2.window - 1)];
-}
-
-static inline void vfrag_index(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
-{
-    mca_pml_dr2_vfrag_t **slot = vfrag_slot(peer, v->id);
-
-    assert(NULL == *slot); /* the window check keeps ids in flight apart */
-    *slot = v;
-}
-
-static inline void vfrag_unindex(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
-{
-    mca_pml_dr2_vfrag_t **slot = vfrag_slot(peer, v->id);
-
-    if (*slot == v) {
-        *slot = NULL;
-    }
-}
-
-/* ---- timers -------------------------------------------------------------------------- */
-
-static inline void arm_deadline(uint64_t deadline)
-{
-    if (deadline < mca_pml_dr2.next_deadline_us) {
-        mca_pml_dr2.next_deadline_us = deadline;
-    }
-}
-
-/* (Re)start the vfrag's ACK timer: lazily, once the BTL has completed what was handed to
- * it so far, the next progress call stamps it with the clock (mca_pml_dr2_t.now_us). */
-static inline void vfrag_rearm(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
-{
-    v->local_mark = peer->paths[v->path].tx_handed;
-    if (0 != v->deadline_us) {
-        v->deadline_us = 0;
-        peer->to_arm++;
-        mca_pml_dr2_peer_need_arming(peer);
-    }
-}
-
-static inline void vfrag_forget_timer(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
-{
-    if (0 == v->deadline_us) {
-        peer->to_arm--;
-    }
-}
-
-/* Exponential backoff on the ACK timeout of a vfrag on one of the peer's paths, capped:
- * the longest of the paths up (pml_dr2_path_slowest says why). */
-static inline uint64_t path_backoff_us(const mca_pml_dr2_peer_t *peer, int path,
-                                       uint32_t retries)
-{
-    if (OPAL_UNLIKELY(peer->npaths > 1)) {
-        path = pml_dr2_path_slowest(peer->path_state, peer->npaths, path);
-    }
-    return pml_dr2_path_backoff_us(&peer->path_state[path], retries, &mca_pml_dr2.path_params);
-}
-
-/* The same for a timer of the peer that no path carries (a rendezvous waiting for its
- * match): on the path a small segment would take now. */
-static uint64_t backoff_us(mca_pml_dr2_peer_t *peer, uint32_t retries)
-{
-    return path_backoff_us(peer, mca_pml_dr2_path_live(peer, 0), retries);
-}
-
-/* What a vfrag weighs on its path: payload and headers. */
-static inline uint64_t vfrag_wire_bytes(const mca_pml_dr2_vfrag_t *v)
-{
-    return v->len + (uint64_t) v->nfrags * PML_DR2_HDR_MAX_LEN;
-}
-
-/* ---- fragments on the wire ----------------------------------------------------------- */
-
-typedef struct {
-    const mca_pml_dr2_vfrag_t *v;
-    unsigned index;
-    uint8_t flags;
-    int acks;  /* queued ACKs of the peer to piggyback (the first `inline_ack` in the header) */
-    int inline_ack; /* EAGER: 1 if the peer's first queued ACK rides inside the header */
-} frag_ctx_t;
-
-static inline uint32_t frag_payload_len(const mca_pml_dr2_vfrag_t *v, unsigned index)
-{
-    uint64_t start = (uint64_t) index * v->msg->frag_len;
-    uint64_t left;
-
-    if (start >= v->len) {
-        return 0;
-    }
-    left = v->len - start;
-    return left < v->msg->frag_len ? (uint32_t) left : v->msg->frag_len;
-}
-
-/* The matching envelope of message msg, whose first vfrag is `id` (MATCH, RNDV, EAGER,
- * TINY); the lengths are the caller's. */
-static inline void txmsg_envelope(const mca_pml_dr2_txmsg_t *msg, uint32_t id,
-                                  pml_dr2_match_hdr_t *match)
-{
-    match->ctx = msg->ctx;
-    match->src = msg->src;
-    match->tag = msg->tag;
-    match->seq = msg->seq;
-    match->vfrag = id;
-}
-
-static inline uint32_t copy_payload_way(pml_dr2_copy_way_t way, unsigned char *dst,
-                                        const unsigned char *src, uint32_t len)
-{
-    if (PML_DR2_COPY_SEPARATE == way) {
-        /* The checksum of the source first (the caller's buffer, in this core's cache),
-         * then one memcpy of the whole payload: memcpy's string moves write into the
-         * BTL's buffer without the stalls of vector stores, but only in one long run
-         * (cut into 4 KiB pieces they stall too), and checksumming the copy after it
-         * reads lines the string moves did not leave in L1 (1 MiB: 48-49 us against
-         * 52-54 on cores sharing no cache, 26-28 against 36-38 on cores sharing one). */
-        uint32_t crc = pml_dr2_crc32c(PML_DR2_CRC32C_INIT, src, len);
-
-        mca_pml_dr2.counters.copy_separate++;
-        memcpy(dst, src, len);
-        return crc;
-    }
-    return pml_dr2_crc32c_copy(PML_DR2_CRC32C_INIT, dst, src, len);
-}
-
-/* A fragment's payload into the BTL's buffer, and its CRC: the way pml_dr2_copy says, or,
- * under auto, the way the peer's copy choice has measured to be cheaper
- * (pml_dr2_copychoice.h: on cores that share no cache the fused stores stall). */
-static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *dst,
-                                      const unsigned char *src, uint32_t len)
-{
-    pml_dr2_copy_choice_t *choice = &peer->tx_copy;
-    bool timed = choice->probing;
-    opal_timer_t start = 0;
-    uint32_t crc;
-
-    if (PML_DR2_COPY_AUTO != mca_pml_dr2.copy_way) {
-        return copy_payload_way((pml_dr2_copy_way_t) mca_pml_dr2.copy_way, dst, src, len);
-    }
-    if (len < PML_DR2_COPY_CHOICE_MIN) {
-        return copy_payload_way(PML_DR2_COPY_FUSED, dst, src, len);
-    }
-    if (timed) {
-        start = opal_timer_base_get_cycles();
-    }
-    crc = copy_payload_way((pml_dr2_copy_way_t) choice->way, dst, src, len);
-    pml_dr2_copy_choice_record(choice, timed ? opal_timer_base_get_cycles() - start : 0, len);
-    if (timed && !choice->probing) {
-        mca_pml_dr2.counters.copy_probes++;
-        DR2_VERBOSE(10, "pml:dr2: copy to %s: %s (per KiB: fused %" PRIu64 ", separate %" PRIu64
-                    " ticks)", OMPI_NAME_PRINT(&peer->proc->super.proc_name),
-                    PML_DR2_COPY_SEPARATE == choice->way ? "separate" : "fused",
-                    choice->best_cost[PML_DR2_COPY_FUSED],
-                    choice->best_cost[PML_DR2_COPY_SEPARATE]);
-    }
-    return crc;
-}
-
-/* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
- * data is always contiguous here (user buffer or packed copy): the payload is copied and
- * checksummed by copy_payload_with_crc. */
-static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
-{
-    frag_ctx_t *ctx = vctx;
-    const mca_pml_dr2_vfrag_t *v = ctx->v;
-    mca_pml_dr2_txmsg_t *msg = v->msg;
-    uint32_t flen = frag_payload_len(v, ctx->index);
-    uint64_t off = v->offset + (uint64_t) ctx->index * msg->frag_len;
-    unsigned char *payload = buf + PML_DR2_HDR_MAX_LEN;
-    bool crc = msg->peer->tx_crc;
-    pml_dr2_hdr_t hdr;
-
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.flags = ctx->flags;
-    if (0 == ctx->index && PML_DR2_HDR_FRAG != v->kind) {
-        hdr.type = v->kind;
-        hdr.flags |= msg->match_flags;
-        txmsg_envelope(msg, v->id, &hdr.match);
-        hdr.match.frag_count = v->nfrags;
-        hdr.match.msg_len = msg->msg_len;
-    } else {
-        hdr.type = PML_DR2_HDR_FRAG;
-        hdr.frag.msg_id = msg->msg_id;
-        hdr.frag.vfrag = v->id;
-        hdr.frag.frag_index = (uint8_t) ctx->index;
-        hdr.frag.frag_count = v->nfrags;
-        hdr.frag.offset = off;
-        hdr.frag.msg_len = msg->msg_len;
-    }
-    hdr.frag_len = flen;
-    hdr.data_crc = 0;
-    if (!crc) {
-        hdr.flags |= PML_DR2_HDR_FLAG_NO_DATA_CRC;
-    }
-    if (flen > 0) {
-        if (crc) {
-            hdr.data_crc = copy_payload_with_crc(msg->peer, payload, msg->contig + off, flen);
-        } else {
-            memcpy(payload, msg->contig + off, flen);
-        }
-    }
-    (void) pml_dr2_hdr_encode(&hdr, buf, PML_DR2_HDR_MAX_LEN);
-    if (ctx->acks > 0) {
-        /* headers are packed back to back: the receiver reads the ACKs after the data */
-        return PML_DR2_HDR_MAX_LEN + flen
-               + mca_pml_dr2_peer_encode_acks(msg->peer, 0, ctx->acks,
-                                              buf + PML_DR2_HDR_MAX_LEN + flen,
-                                              len - PML_DR2_HDR_MAX_LEN - flen);
-    }
-    return PML_DR2_HDR_MAX_LEN + flen;
-}
-
-/* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
- * over header and payload, and the first ACK we owe the peer inside the header. Not with
- * a path without payload checksums (pml_dr2_checksum): EAGER's checksum always covers the
- * payload. */
-static inline bool is_eager_message(const mca_pml_dr2_txmsg_t *msg)
-{
-    return !msg->rndv && msg->msg_len <= msg->frag_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
-           && 0 == msg->match_flags && msg->peer->tx_crc;
-}
-
-static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned index)
-{
-    return 0 == index && PML_DR2_HDR_MATCH == v->kind && 1 == v->nfrags
-           && v->len == v->msg->msg_len && is_eager_message(v->msg);
-}
-
-/* The EAGER header of message `msg` (vfrag `id`) without an ACK inside: every field EAGER
- * has is set (the codec sets the lengths), so no memset. */
-static inline void eager_hdr_start(pml_dr2_hdr_t *hdr, const mca_pml_dr2_txmsg_t *msg,
-                                   uint32_t id, uint8_t flags)
-{
-    hdr->type = PML_DR2_HDR_EAGER;
-    hdr->flags = flags;
-    txmsg_envelope(msg, id, &hdr->match);
-    hdr->piggy_ack.vfrag = 0;
-    hdr->piggy_ack.mask = 0;
-}
-
-/* The EAGER segment of message `msg` (vfrag `id`): header, payload, then the peer's queued
- * ACKs 0..acks-1, the first inside the header if `inline_ack`. Returns its length. */
-static size_t pack_eager(const mca_pml_dr2_txmsg_t *msg, uint32_t id, uint8_t flags,
-                         int inline_ack, int acks, unsigned char *buf, size_t len)
-{
-    const mca_pml_dr2_peer_t *peer = msg->peer;
-    pml_dr2_hdr_t hdr;
-    size_t n;
-
-    eager_hdr_start(&hdr, msg, id, flags);
-    if (inline_ack) {
-        hdr.piggy_ack.vfrag = peer->acks[0].vfrag;
-        hdr.piggy_ack.mask = peer->acks[0].mask;
-        hdr.flags |= peer->acks[0].flags & PML_DR2_HDR_FLAG_MATCHED;
-    }
-    n = pml_dr2_hdr_pack(&hdr, buf, len, msg->contig, (uint32_t) msg->msg_len);
-    if (acks > inline_ack) {
-        /* the ACKs that did not fit in the header follow it */
-        n += mca_pml_dr2_peer_encode_acks(msg->peer, inline_ack, acks - inline_ack, buf + n,
-                                          len - n);
-    }
-    return n;
-}
-
-/* The same message as a TINY (pml_dr2_hdr.h), when its envelope fits one; 0 if not. */
-static size_t pack_tiny(const mca_pml_dr2_txmsg_t *msg, uint32_t id, unsigned char *buf,
-                        size_t len)
-{
-    pml_dr2_match_hdr_t match;
-
-    txmsg_envelope(msg, id, &match);
-    return pml_dr2_hdr_pack_tiny_envelope(&match, buf, len, msg->contig, (uint32_t) msg->msg_len);
-}
-
-static size_t fill_eager(void *vctx, unsigned char *buf, size_t len)
-{
-    frag_ctx_t *ctx = vctx;
-
-    return pack_eager(ctx->v->msg, ctx->v->id, ctx->flags, ctx->inline_ack, ctx->acks, buf, len);
-}
-
-/* How many of the ACKs we owe the peer ride on a data segment of `len` bytes (`eager`: an
- * EAGER header, which holds one of them itself, in *inline_ack): as many as fit below the
- * BTL's eager size, so that a small segment stays small; large fragments go alone. */
-static inline int acks_to_piggyback(mca_pml_dr2_peer_t *peer, size_t len, bool eager,
-                                    int *inline_ack)
-{
-    size_t limit;
-    int acks = 0;
-
-    *inline_ack = 0;
-    if (0 == peer->nacks) {
-        return 0;
-    }
-    if (eager && PML_DR2_HDR_ACK == peer->acks[0].type
-        && 0 == (peer->acks[0].flags & PML_DR2_HDR_FLAG_REVOKED)) { /* EAGER carries no REVOKED */
-        *inline_ack = acks = 1;
-    }
-    limit = peer->eager_limit_min;
-    if (len < limit) {
-        int more = mca_pml_dr2_peer_acks_fitting(peer, limit - len);
-        if (more > peer->nacks - *inline_ack) {
-            more = peer->nacks - *inline_ack;
-        }
-        acks += more;
-    }
-    return acks;
-}
-
-static int send_fragment(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v, unsigned index,
-                         uint8_t flags)
-{
-    size_t len = PML_DR2_HDR_MAX_LEN + frag_payload_len(v, index);
-    frag_ctx_t ctx = {v, index, flags, 0, 0};
-    bool eager = is_eager_fragment(v, index);
-    int rc;
-
-    ctx.acks = acks_to_piggyback(peer, len, eager, &ctx.inline_ack);
-    len += (size_t) (ctx.acks - ctx.inline_ack) * PML_DR2_HDR_ACK_LEN;
-    rc = mca_pml_dr2_peer_send_segment(peer, v->path, len, 1 == v->nfrags,
-                                       eager ? fill_eager : fill_fragment, &ctx);
-    if (OMPI_SUCCESS == rc) {
-        mca_pml_dr2.counters.frags_sent++;
-        mca_pml_dr2.path_counters.frags_sent[v->path]++;
-        if (flags & PML_DR2_HDR_FLAG_RETRANSMIT) {
-            mca_pml_dr2.path_counters.retransmits[v->path]++;
-        }
-        if (ctx.acks > 0) {
-            mca_pml_dr2_peer_acks_sent(peer, ctx.acks);
-        }
-    }
-    return rc;
-}
 
 /* ---- vfrags ---------------------------------------------------------------------------- */
 
@@ -549,7 +209,7 @@ static mca_pml_dr2_vfrag_t *vfrag_create(mca_pml_dr2_txmsg_t *msg, uint8_t kind,
     return v;
 }
 
-static void txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
+void mca_pml_dr2_txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
 {
     mca_pml_dr2_peer_t *peer = msg->peer;
 
@@ -576,7 +236,7 @@ static void txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error)
 static void txmsg_maybe_done(mca_pml_dr2_txmsg_t *msg)
 {
     if (MCA_PML_DR2_TX_DRAINING == msg->state && 0 == msg->vfrags_live) {
-        txmsg_finish(msg, MPI_SUCCESS);
+        mca_pml_dr2_txmsg_finish(msg, MPI_SUCCESS);
     }
 }
 
@@ -665,7 +325,7 @@ blocked:
     }
 }
 
-static void schedule_blocked(mca_pml_dr2_peer_t *peer)
+void mca_pml_dr2_txmsg_schedule_blocked(mca_pml_dr2_peer_t *peer)
 {
     while (!opal_list_is_empty(&peer->tx_blocked) && window_has_room(peer)) {
         mca_pml_dr2_txmsg_t *msg = (mca_pml_dr2_txmsg_t *) opal_list_get_first(&peer->tx_blocked);
@@ -749,16 +409,16 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
 
     if (msg->msg_len <= MCA_PML_DR2_TINY_SEND_MAX) {
         /* the ACKs we owe the peer wait for another segment, or go alone */
-        len = pack_tiny(msg, peer->tx_next_id, seg, sizeof(seg));
+        len = mca_pml_dr2_txfrag_pack_tiny(msg, peer->tx_next_id, seg, sizeof(seg));
     }
     if (0 == len) {
         len = PML_DR2_HDR_EAGER_LEN + msg->msg_len;
-        acks = acks_to_piggyback(peer, len, true, &inline_ack);
+        acks = mca_pml_dr2_txfrag_acks_to_piggyback(peer, len, true, &inline_ack);
         if (len + (size_t) (acks - inline_ack) * PML_DR2_HDR_ACK_LEN > sizeof(seg)) {
             acks = inline_ack + (int) ((sizeof(seg) - len) / PML_DR2_HDR_ACK_LEN);
         }
         /* its only fragment is the last one this round sends: ask for the ACK now */
-        len = pack_eager(msg, peer->tx_next_id, PML_DR2_HDR_FLAG_ACK_NOW, inline_ack, acks, seg,
+        len = mca_pml_dr2_txfrag_pack_eager(msg, peer->tx_next_id, PML_DR2_HDR_FLAG_ACK_NOW, inline_ack, acks, seg,
                          sizeof(seg));
     }
     rc = mca_pml_dr2_peer_send_small(peer, path, seg, len);
@@ -789,13 +449,13 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
         return false;
     }
     txmsg_single_vfrag(msg, peer->tx_next_id); /* the vfrag's, below */
-    if (OPAL_LIKELY(is_eager_message(msg))) {
+    if (OPAL_LIKELY(mca_pml_dr2_txmsg_is_eager(msg))) {
         txmsg_send_eager_now(msg, v);
         return true;
     }
     vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len,
                 mca_pml_dr2_path_pick(peer, msg->msg_len + PML_DR2_HDR_MAX_LEN));
-    vfrag_first_send_done(peer, v, send_fragment(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW));
+    vfrag_first_send_done(peer, v, mca_pml_dr2_txfrag_send(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW));
     return true;
 }
 
@@ -809,7 +469,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     size_t seg_len;
     int rc, path;
 
-    /* txmsg_send_single's and is_eager_message's conditions, for this message */
+    /* txmsg_send_single's and mca_pml_dr2_txmsg_is_eager's conditions, for this message */
     if (!peer->tx_crc || len > frag_len
         || !peer_takes_single_now(peer)) {
         return false;
@@ -924,27 +584,12 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
     vfrag_free(v);
     txmsg_maybe_done(msg);
     if (!opal_list_is_empty(&peer->tx_blocked)) {
-        schedule_blocked(peer); /* the window has room again */
+        mca_pml_dr2_txmsg_schedule_blocked(peer); /* the window has room again */
     }
     mca_pml_dr2_peer_set_work(peer);
 }
 
-static inline void vfrag_add_pending(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v,
-                                     uint64_t bits)
-{
-    if (0 == bits) {
-        return;
-    }
-    if (0 == v->pending) {
-        peer->tx_pending++;
-    }
-    v->pending |= bits;
-    v->retransmitted = true;
-    mca_pml_dr2_peer_set_work(peer);
-}
-
-/* The vfrag moves from its path to path `to` (its old path went down). */
-static void vfrag_move(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int to)
+void mca_pml_dr2_vfrag_move(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int to)
 {
     uint64_t bytes = vfrag_wire_bytes(v);
 
@@ -961,7 +606,7 @@ static bool vfrag_push(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
     mca_pml_dr2_path_t *path;
 
     if (OPAL_UNLIKELY(!peer->path_state[v->path].up)) {
-        vfrag_move(peer, v, mca_pml_dr2_path_live(peer, v->path));
+        mca_pml_dr2_vfrag_move(peer, v, mca_pml_dr2_path_live(peer, v->path));
     }
     path = &peer->paths[v->path];
     while (0 != v->pending) {
@@ -982,7 +627,7 @@ static bool vfrag_push(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
         if (0 == (v->pending & ~bit)) {
             flags |= PML_DR2_HDR_FLAG_ACK_NOW;
         }
-        rc = send_fragment(peer, v, (unsigned) index, flags);
+        rc = mca_pml_dr2_txfrag_send(peer, v, (unsigned) index, flags);
         if (OMPI_SUCCESS != rc) {
             if (OMPI_ERR_UNREACH == rc) {
                 mca_pml_dr2_path_unreachable(peer, v->path);
@@ -1167,248 +812,3 @@ void mca_pml_dr2_vfrag_nack(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr)
     mca_pml_dr2_peer_push(peer);
 }
 
-/* ---- timers ---------------------------------------------------------------------------- */
-
-static void resend_rndv(mca_pml_dr2_txmsg_t *msg)
-{
-    mca_pml_dr2_vfrag_t fake;
-
-    /* The RNDV vfrag is gone (acknowledged); rebuild its one fragment from the message. */
-    memset(&fake, 0, sizeof(fake));
-    fake.msg = msg;
-    fake.id = msg->msg_id;
-    fake.kind = PML_DR2_HDR_RNDV;
-    fake.nfrags = 1;
-    /* each resend on the next path: one silently dead, not known to be (nothing else of
-     * ours crossed it since), must not leave the RNDV unanswered until the retry limit */
-    fake.path = (uint8_t) mca_pml_dr2_path_live(msg->peer,
-                                                (int) (msg->match_retries % msg->peer->npaths));
-    if (OMPI_SUCCESS
-        == send_fragment(msg->peer, &fake, 0,
-                         PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW)) {
-        mca_pml_dr2.counters.retransmits++;
-    }
-}
-
-/* Stamp the vfrags waiting for their timer with the clock just read. They were sent (or
- * acknowledged in part) since the last progress call: they are among the newest, so the
- * peer's list is walked from its end. */
-static void arm_timers(uint64_t now)
-{
-    mca_pml_dr2_peer_t *peer = mca_pml_dr2.arm_list, *next;
-
-    mca_pml_dr2.arm_list = NULL;
-    for (; NULL != peer; peer = next) {
-        opal_list_item_t *item = opal_list_get_last(&peer->tx_unacked);
-        uint32_t unseen = peer->to_arm;
-
-        next = peer->arm_next;
-        peer->on_arm_list = false;
-        while (unseen > 0 && item != opal_list_get_end(&peer->tx_unacked)) {
-            mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) item;
-            if (0 == v->deadline_us) {
-                unseen--;
-                if (mca_pml_dr2_path_locally_complete(&peer->paths[v->path], v->local_mark)) {
-                    if (0 == v->sent_at_us) {
-                        v->sent_at_us = now; /* first transmission left: the RTT sample's start */
-                    }
-                    v->armed_at_us = now;
-                    v->deadline_us = now + path_backoff_us(peer, v->path, v->retries);
-                    arm_deadline(v->deadline_us);
-                    peer->to_arm--;
-                }
-            }
-            item = opal_list_get_prev(item);
-        }
-        if (peer->to_arm > 0) {
-            mca_pml_dr2_peer_need_arming(peer); /* still queued in the BTL: look again */
-        }
-    }
-}
-
-int mca_pml_dr2_timers_check(uint64_t now)
-{
-    mca_pml_dr2_peer_t *peer;
-    uint64_t next = UINT64_MAX;
-    int work = 0;
-
-    if (NULL != mca_pml_dr2.arm_list) {
-        arm_timers(now);
-    }
-    if (now < mca_pml_dr2.next_deadline_us) {
-        return 0;
-    }
-    OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
-        mca_pml_dr2_vfrag_t *v;
-        mca_pml_dr2_txmsg_t *msg;
-
-        if (peer->failed) {
-            continue;
-        }
-        if (peer->nacks_in > 0) {
-            /* what has been acknowledged cannot time out */
-            mca_pml_dr2_vfrag_ack_deferred(peer);
-        }
-        OPAL_LIST_FOREACH (v, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
-            if (0 == v->sent || 0 == v->deadline_us) {
-                continue; /* not on the wire yet, or not armed yet: nothing to time */
-            }
-            if (v->deadline_us <= now) {
-                uint64_t resend = pml_dr2_ackmask_full(v->nfrags) & ~v->acked & v->sent
-                                  & ~v->pending;
-                mca_pml_dr2.counters.timeouts++;
-                v->retries++;
-                if (peer->npaths > 1 && mca_pml_dr2_paths_up(peer) > 1
-                    && pml_dr2_path_timeout_says_down(&peer->path_state[v->path], v->retries,
-                                                      v->armed_at_us, &mca_pml_dr2.path_params)) {
-                    /* a silent cut: the path goes, its vfrags (this one too) are resent on
-                     * the others at once; the peer's retry limit is not involved */
-                    mca_pml_dr2_path_down(peer, v->path,
-                                          "no acknowledgement within pml_dr2_path_retry_budget");
-                    work++;
-                    continue;
-                }
-                if (mca_pml_dr2.retry_limit > 0 && v->retries > (uint32_t) mca_pml_dr2.retry_limit
-                    && mca_pml_dr2_paths_up(peer) <= 1) {
-                    mca_pml_dr2_peer_unreachable(peer->proc, "no acknowledgement within the retry limit");
-                    break;
-                }
-                v->fast_resent = 0;
-                if (peer->paths[v->path].wdog_expired) {
-                    /* the transport has not sent what it already holds for the peer (see
-                     * mca_pml_dr2_watchdog_check): a resend would only queue behind it. The
-                     * expiry still counts towards the retry limit. */
-                    resend = 0;
-                }
-                /* Probe, do not flood: resend only the highest missing fragment, with
-                 * ACK_NOW. The receiver's answer shows every other gap, which the fast
-                 * retransmit path then fills; after a lost tail that is all there is. */
-                if (0 != resend) {
-                    uint64_t probe = pml_dr2_ackmask_bit(63 - __builtin_clzll(resend));
-                    /* ...and the MATCH/RNDV if it is missing: without it the receiver
-                     * knows no message and drops every other fragment unanswered */
-                    if (PML_DR2_HDR_FRAG != v->kind) {
-                        probe |= resend & pml_dr2_ackmask_bit(0);
-                    }
-                    resend = probe;
-                }
-                vfrag_add_pending(peer, v, resend);
-                v->deadline_us = now + path_backoff_us(peer, v->path, v->retries);
-                work++;
-            }
-            if (v->deadline_us < next) {
-                next = v->deadline_us;
-            }
-        }
-        if (peer->failed) {
-            continue;
-        }
-        if (OPAL_UNLIKELY(peer->npaths > 1 && mca_pml_dr2_paths_up(peer) < peer->npaths)) {
-            work += mca_pml_dr2_paths_probe(peer, now, &next);
-        }
-        OPAL_LIST_FOREACH (msg, &peer->tx_await_match, mca_pml_dr2_txmsg_t) {
-            if (msg->match_deadline_us <= now) {
-                msg->match_retries++;
-                /* A receiver that holds the RNDV answers each resend (MATCHED once it
-                 * matched, a plain ACK until then), however long it takes to post the
-                 * receive; one that answers none is as unreachable as one that does not
-                 * acknowledge data (a path that died after the RNDV was acknowledged). */
-                if (mca_pml_dr2.retry_limit > 0
-                    && ++msg->match_unanswered > (uint32_t) mca_pml_dr2.retry_limit) {
-                    mca_pml_dr2_peer_unreachable(peer->proc,
-                                                 "no answer to a rendezvous within the retry limit");
-                    break;
-                }
-                resend_rndv(msg);
-                msg->match_deadline_us = now + backoff_us(peer, msg->match_retries + 2);
-                work++;
-            }
-            if (msg->match_deadline_us < next) {
-                next = msg->match_deadline_us;
-            }
-        }
-        mca_pml_dr2_peer_push(peer);
-    }
-    mca_pml_dr2.next_deadline_us = next;
-    return work;
-}
-
-/* ---- failover ---------------------------------------------------------------------------- */
-
-void mca_pml_dr2_vfrag_reroute(mca_pml_dr2_peer_t *peer, int from)
-{
-    mca_pml_dr2_vfrag_t *v;
-    unsigned long resent = 0;
-    int moved = 0;
-
-    OPAL_LIST_FOREACH (v, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
-        uint64_t resend;
-        if (v->path != from) {
-            continue;
-        }
-        vfrag_move(peer, v, mca_pml_dr2_path_pick(peer, vfrag_wire_bytes(v)));
-        /* a fresh start on the new path: its own retry budget, its own timing */
-        v->retries = 0;
-        v->fast_resent = 0;
-        v->sent_at_us = 0;
-        if (0 != v->deadline_us) {
-            v->deadline_us = UINT64_MAX; /* no timer until it is sent again (vfrag_rearm) */
-        }
-        resend = v->sent & ~v->acked & ~v->pending;
-        resent += (unsigned long) pml_dr2_ackmask_count(resend);
-        vfrag_add_pending(peer, v, resend);
-        v->retransmitted = true; /* Karn: an ACK may be of either transmission */
-        moved++;
-    }
-    DR2_VERBOSE(1, "pml:dr2: %d vfrags of path %d to %s moved to the paths still up, %lu "
-                "fragments resent", moved, from, OMPI_NAME_PRINT(&peer->proc->super.proc_name),
-                resent);
-    mca_pml_dr2_peer_push(peer);
-}
-
-/* ---- abandoning messages ---------------------------------------------------------------- */
-
-void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
-{
-    mca_pml_dr2_peer_t *peer = msg->peer;
-    mca_pml_dr2_vfrag_t *v, *next;
-
-    OPAL_LIST_FOREACH_SAFE (v, next, &peer->tx_unacked, mca_pml_dr2_vfrag_t) {
-        if (v->msg != msg) {
-            continue;
-        }
-        opal_list_remove_item(&peer->tx_unacked, &v->super.super);
-        vfrag_unindex(peer, v);
-        if (0 != v->pending) {
-            peer->tx_pending--;
-        }
-        vfrag_forget_timer(peer, v);
-        mca_pml_dr2.timers_armed--;
-        msg->vfrags_live--;
-        pml_dr2_path_unassign(&peer->path_state[v->path], vfrag_wire_bytes(v),
-                              mca_pml_dr2.now_us);
-        vfrag_free(v);
-    }
-    txmsg_finish(msg, error);
-    mca_pml_dr2_peer_set_work(peer);
-    if (!peer->failed) {
-        schedule_blocked(peer);
-    }
-}
-
-void mca_pml_dr2_peer_abort_all(mca_pml_dr2_peer_t *peer, int error)
-{
-    peer->nacks_in = 0; /* for messages about to be abandoned */
-    while (!opal_list_is_empty(&peer->tx_unacked)) {
-        mca_pml_dr2_vfrag_t *v = (mca_pml_dr2_vfrag_t *) opal_list_get_first(&peer->tx_unacked);
-        mca_pml_dr2_txmsg_abort(v->msg, error);
-    }
-    while (!opal_list_is_empty(&peer->tx_blocked)) {
-        mca_pml_dr2_txmsg_abort((mca_pml_dr2_txmsg_t *) opal_list_get_first(&peer->tx_blocked),
-                                error);
-    }
-    while (!opal_list_is_empty(&peer->tx_await_match)) {
-        mca_pml_dr2_txmsg_abort((mca_pml_dr2_txmsg_t *) opal_list_get_first(&peer->tx_await_match),
-                                error);
-    }
-}
