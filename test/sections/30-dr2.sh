@@ -212,5 +212,3 @@ ompi_info_lists_dr2() {
     done
 }
 check install/ompi_info-lists-dr2 ompi_info_lists_dr2
-
-# `make install` puts a man page for every FTR_* function where man finds it, and each

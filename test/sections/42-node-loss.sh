@@ -125,3 +125,6 @@ node_loss_ftr_kmeans_shrinks() {
 }
 
 in_cluster check cluster/node-loss/ulfm-runs-on node_loss_ulfm_runs_on
+in_cluster check cluster/node-loss/ftr-kmeans-shrinks node_loss_ftr_kmeans_shrinks
+in_cluster check cluster/node-loss/route-repaired node_loss_route_repaired
+in_cluster check cluster/node-loss/no-ulfm-ends-the-job node_loss_ends_a_job_without_ulfm

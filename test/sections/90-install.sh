@@ -32,6 +32,7 @@ invalid_pool_bound_is_refused() {
     [ $rc -eq 0 ] && grep -aq "coll_ftrabit_result_pool_mib has an invalid value" "$out"
 }
 
+# `make install` puts a man page for every FTR_* function where man finds it, and each
 # renders without a warning (groff -ww: unknown macros, bad escapes, broken .so links).
 man_pages_installed() {
     local mandir=$build/stage/share/man f page out
