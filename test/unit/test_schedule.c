@@ -165,10 +165,14 @@ static void algorithm_choice(void)
           == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
     CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING, 1 << 24, 1 << 22, 8, 0)
           == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
-    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 8, 8, 131072) == FTRABIT_BCAST_BINOMIAL);
-    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 8, 131072) == FTRABIT_BCAST_PIPELINE);
-    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 2, 131072) == FTRABIT_BCAST_BINOMIAL);
-    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_PIPELINE, 8, 2, 131072) == FTRABIT_BCAST_PIPELINE);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 8, 8, 131072, false) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 8, 131072, false) == FTRABIT_BCAST_PIPELINE);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 2, 131072, false) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_PIPELINE, 8, 2, 131072, false) == FTRABIT_BCAST_PIPELINE);
+    /* ranks sharing cores: the chain waits for each rank's turn, the tree does not */
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 8, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 16 << 20, 4, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_PIPELINE, 1 << 20, 8, 131072, true) == FTRABIT_BCAST_PIPELINE);
 }
 
 int main(void)

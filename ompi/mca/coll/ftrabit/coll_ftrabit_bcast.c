@@ -14,6 +14,7 @@
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
 #include "ompi/request/request.h"
+#include "ompi/runtime/params.h"
 
 #include "ompi/mca/coll/ftrabit/coll_ftrabit.h"
 
@@ -149,7 +150,8 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
     }
     ftrabit_bcast_alg_t alg = ftrabit_choose_bcast(c->bcast_algorithm, count * type_size,
                                                    ompi_comm_size(comm),
-                                                   c->bcast_pipeline_min_bytes);
+                                                   c->bcast_pipeline_min_bytes,
+                                                   ompi_mpi_oversubscribed);
     FTRABIT_VERBOSE(10, "coll:ftrabit: bcast of %d elements from %d on %s: %s", count, root,
                     ompi_comm_print_cid(comm),
                     FTRABIT_BCAST_PIPELINE == alg ? "pipeline" : "binomial");

@@ -161,7 +161,9 @@ static int ftrabit_register(void)
     c->bcast_pipeline_min_bytes = 131072;
     register_size("bcast_pipeline_min_bytes",
                   "With bcast_algorithm auto: messages of at least this many bytes use the "
-                  "pipeline on communicators of three or more ranks, smaller ones binomial",
+                  "pipeline on communicators of three or more ranks, smaller ones binomial; "
+                  "on an oversubscribed node (more ranks than cores) every size uses "
+                  "binomial, since a chain's hops wait for their ranks' turns on a core",
                   &c->bcast_pipeline_min_bytes);
 
     c->bcast_segment_bytes = 65536;

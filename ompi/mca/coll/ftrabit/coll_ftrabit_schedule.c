@@ -126,11 +126,11 @@ ftrabit_allreduce_alg_t ftrabit_choose_allreduce(ftrabit_allreduce_alg_t forced,
 }
 
 ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t bytes, int size,
-                                         size_t pipeline_min_bytes)
+                                         size_t pipeline_min_bytes, bool cores_shared)
 {
     if (FTRABIT_BCAST_AUTO != forced) {
         return forced;
     }
-    return (bytes >= pipeline_min_bytes && size > 2) ? FTRABIT_BCAST_PIPELINE
-                                                      : FTRABIT_BCAST_BINOMIAL;
+    return (bytes >= pipeline_min_bytes && size > 2 && !cores_shared) ? FTRABIT_BCAST_PIPELINE
+                                                                      : FTRABIT_BCAST_BINOMIAL;
 }

@@ -10,6 +10,7 @@
 #ifndef COLL_FTRABIT_SCHEDULE_H
 #define COLL_FTRABIT_SCHEDULE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,8 +86,12 @@ size_t ftrabit_segments(size_t count, size_t segcount);
  * algorithm (anything but AUTO) is honoured when it can run. */
 ftrabit_allreduce_alg_t ftrabit_choose_allreduce(ftrabit_allreduce_alg_t forced, size_t bytes,
                                                  size_t count, int size, size_t rsag_min_bytes);
+/* The pipeline (a chain) only pays off while every rank of the chain runs at once: where
+ * the node is oversubscribed (`cores_shared`: more ranks than cores), each hop waits for
+ * its rank's turn on a core and the binomial tree, half as deep in rounds of the whole
+ * message, is faster at every size (docs/bench/coll.md). */
 ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t bytes, int size,
-                                         size_t pipeline_min_bytes);
+                                         size_t pipeline_min_bytes, bool cores_shared);
 
 /* Largest power of two <= n (n >= 1). */
 int ftrabit_pow2_floor(int n);
