@@ -1,11 +1,12 @@
 /*
  * ompi-resilience: the bootstrap cache under a real failure.
  *
- * Every rank runs bootstrap collectives from three call sites, one of them twice (a loop):
- * site A (allreduce, twice), site B (broadcast), site C (allreduce of a larger vector).
- * Then rank 1 kills itself (SIGKILL) in the first FTR_Allreduce after them. Its
- * replacement runs the bootstrap sites again, in reverse order (C, B, A, A), and with
- * contributions of its own that differ from the original process's: it must get the
+ * Every rank runs bootstrap collectives from four call sites, one of them twice (a loop):
+ * site A (allreduce, twice), site B (broadcast), site C (allreduce of a larger vector),
+ * site D (broadcast of a derived type). Then rank 1 kills itself (SIGKILL) in the first
+ * FTR_Allreduce after them. Its replacement runs the bootstrap sites again, in reverse
+ * order (D, C, B, A, A), and with contributions of its own that differ from the original
+ * process's: it must get the
  * results the original run computed, without the survivors re-running anything.
  * Everybody checks those results against values computed independently of ftrabit.
  *
@@ -13,11 +14,18 @@
  * must get an error (with a message naming the call site), then calls it right: the
  * refused call must not have used up that run of the site.
  *
+ * argv[1] == "type-mismatch": the same with another datatype of the same size and count
+ * (MPI_FLOAT for MPI_INT at site B; at site D, a struct {float, int} for the original's
+ * struct {int, float}): MPI_ERR_TYPE, never the original's bytes read as another type.
+ * Site D (a broadcast of structs, in every mode) is replayed with a derived type the
+ * replacement builds again: another handle, the same type signature, served.
+ *
  * Output: "mpitest: rank R done" per rank at the end, and from rank 0
  * "mpitest ft_bootstrap: np N: PASS" (or FAIL). Run with --with-ft ulfm.
  */
 #include <mpi.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,15 +63,59 @@ static void site_a(MPI_Comm *world, int rank, int size, int fresh)
     }
 }
 
+/* mismatch: 1 another count, 2 another type of the same size (float for int). */
 static int site_b(MPI_Comm *world, int rank, int fresh, int mismatch)
 {
     int v[2] = {fresh ? -1 : 4242, fresh ? -1 : 17};
-    int count = mismatch ? 2 : 1;
-    int err = FTR_Bcast_bootstrap(v, count, MPI_INT, 0, world);
+    int count = 1 == mismatch ? 2 : 1;
+    int err = FTR_Bcast_bootstrap(v, count, 2 == mismatch ? MPI_FLOAT : MPI_INT, 0, world);
     if (mismatch) {
         return err;
     }
     check(MPI_SUCCESS == err && 4242 == v[0], rank, "site B result");
+    return err;
+}
+
+/* Site D's element: a struct of an int and a float (8 bytes), or the same fields swapped. */
+typedef struct {
+    int i;
+    float f;
+} pair_t;
+
+static MPI_Datatype pair_type(int swapped)
+{
+    int lens[2] = {1, 1};
+    MPI_Aint displs[2] = {offsetof(pair_t, i), offsetof(pair_t, f)};
+    MPI_Datatype types[2] = {MPI_INT, MPI_FLOAT}, t;
+    if (swapped) { /* {float, int}: same size and extent, another signature */
+        types[0] = MPI_FLOAT;
+        types[1] = MPI_INT;
+    }
+    MPI_Type_create_struct(2, lens, displs, types, &t);
+    MPI_Type_commit(&t);
+    return t;
+}
+
+#define DLEN 3
+
+static int site_d(MPI_Comm *world, int rank, int fresh, int swapped)
+{
+    pair_t v[DLEN];
+    for (int k = 0; k < DLEN; k++) {
+        v[k].i = fresh ? -1 : 100 + k;
+        v[k].f = fresh ? -1.0f : 0.5f * (float) k;
+    }
+    MPI_Datatype t = pair_type(swapped);
+    int err = FTR_Bcast_bootstrap(v, DLEN, t, 0, world);
+    MPI_Type_free(&t);
+    if (swapped) {
+        return err;
+    }
+    int ok = MPI_SUCCESS == err;
+    for (int k = 0; k < DLEN; k++) {
+        ok &= v[k].i == 100 + k && v[k].f == 0.5f * (float) k;
+    }
+    check(ok, rank, "site D result");
     return err;
 }
 
@@ -91,6 +143,7 @@ int main(int argc, char **argv)
     MPI_Comm world, parent;
     int rank, size;
     int mismatch = argc > 1 && 0 == strcmp(argv[1], "mismatch");
+    int type_mismatch = argc > 1 && 0 == strcmp(argv[1], "type-mismatch");
 
     FTR_Init(&argc, &argv, &world);
     MPI_Comm_get_parent(&parent);
@@ -102,14 +155,34 @@ int main(int argc, char **argv)
         site_a(&world, rank, size, 0);
         site_b(&world, rank, 0, 0);
         site_c(&world, rank, size, 0);
+        site_d(&world, rank, 0, 0);
     } else {
+        /* Derived types made here first: the replacement's handles differ from the
+         * original's, the type signatures do not. */
+        MPI_Datatype unrelated[3];
+        for (int k = 0; k < 3; k++) {
+            MPI_Type_contiguous(k + 2, MPI_SHORT, &unrelated[k]);
+        }
+        if (type_mismatch) {
+            int err = site_d(&world, rank, 1, 1);
+            check(MPI_ERR_TYPE == err, rank,
+                  "a bootstrap call with struct {float, int} for {int, float} must fail");
+        }
+        site_d(&world, rank, 1, 0);
         site_c(&world, rank, size, 1);
         if (mismatch) {
             int err = site_b(&world, rank, 1, 1);
             check(MPI_ERR_ARG == err, rank, "a bootstrap call with another count must fail");
         }
+        if (type_mismatch) {
+            int err = site_b(&world, rank, 1, 2);
+            check(MPI_ERR_TYPE == err, rank, "a bootstrap call with MPI_FLOAT for MPI_INT must fail");
+        }
         site_b(&world, rank, 1, 0);
         site_a(&world, rank, size, 1);
+        for (int k = 0; k < 3; k++) {
+            MPI_Type_free(&unrelated[k]);
+        }
     }
 
     /* Rank 1 dies in the first collective after the bootstrap phase. */

@@ -340,6 +340,10 @@ mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:
 mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
 mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
     -- mismatch
+# A replay with another datatype of the same size (MPI_FLOAT for MPI_INT, struct {float, int}
+# for {int, float}) is refused with MPI_ERR_TYPE: types used to be compared by size only.
+mpi ft/bootstrap-type-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
+    -- type-mismatch
 for victim in 3 0; do
     mpi "ft/uniform/victim$victim" 4 pass test/mpi/ft_uniform --with-ft ulfm \
         --mca coll_ftrabit_uniform true -- "$victim"

@@ -476,15 +476,53 @@ static uint64_t ftrabit_op_id(MPI_Op op)
     return (uint64_t) (uint32_t) MPI_Op_c2f(op);
 }
 
+/* A replay that differs from the original run: say how, refuse it, and let the next run
+ * of the call site take its place. Another datatype (same size or not) is MPI_ERR_TYPE,
+ * anything else MPI_ERR_ARG. */
+static int ftrabit_bootstrap_refuse(ftrabit_state_t *st, const ftrabit_call_t *call,
+                                    const ftrabit_bootstrap_signature_t *sig,
+                                    const ftrabit_bootstrap_signature_t *stored, const char *file,
+                                    int line, const char *func, uint32_t occurrence)
+{
+    char type_name[MPI_MAX_OBJECT_NAME] = "";
+    int name_len = 0;
+    int type_differs = sig->type_size != stored->type_size
+                       || sig->type_signature != stored->type_signature;
+
+    ftrabit_bootstrap_retract_occurrence(&st->bootstrap, file, line, func);
+    MPI_Type_get_name(call->type, type_name, &name_len);
+    fprintf(stderr, "ftrabit: bootstrap %s at %s:%d (%s), run %u: called with %llu elements "
+                    "of %llu bytes of datatype %s (type signature %016llx, op/root %llu) but "
+                    "the original run used %llu elements of %llu bytes (type signature %016llx, "
+                    "op/root %llu)%s\n",
+            call->is_bcast ? "broadcast" : "allreduce", file, line, func, occurrence,
+            (unsigned long long) sig->count, (unsigned long long) sig->type_size,
+            name_len > 0 ? type_name : "(unnamed derived type)",
+            (unsigned long long) sig->type_signature, (unsigned long long) sig->op_or_root,
+            (unsigned long long) stored->count, (unsigned long long) stored->type_size,
+            (unsigned long long) stored->type_signature, (unsigned long long) stored->op_or_root,
+            type_differs ? ": another datatype" : "");
+    return type_differs ? MPI_ERR_TYPE : MPI_ERR_ARG;
+}
+
 static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Comm *comm,
                                   const char *file, int line, const char *func)
 {
     ftrabit_state_t *st = ftrabit_state_of(*comm);
     int type_size, err;
+    uint64_t type_signature;
     if (NULL == st) {
         return ftrabit_collective(call, buf, comm);
     }
-    MPI_Type_size(call->type, &type_size);
+    err = MPI_Type_size(call->type, &type_size);
+    if (MPI_SUCCESS == err) {
+        err = ftrabit_type_signature(call->type, &type_signature);
+    }
+    if (MPI_SUCCESS != err) {
+        fprintf(stderr, "ftrabit: bootstrap call at %s:%d (%s): cannot read its datatype's "
+                        "type signature (error %d)\n", file, line, func, err);
+        return err;
+    }
     uint32_t occurrence = ftrabit_bootstrap_next_occurrence(&st->bootstrap, file, line, func);
     if (FTRABIT_BOOTSTRAP_NO_OCCURRENCE == occurrence) {
         fprintf(stderr, "ftrabit: cannot count the runs of the bootstrap call at %s:%d (%s): "
@@ -494,6 +532,7 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
     ftrabit_bootstrap_signature_t sig = {
         .kind = call->is_bcast ? 2 : 1,
         .type_size = (uint64_t) type_size,
+        .type_signature = type_signature,
         .count = (uint64_t) call->count,
         .op_or_root = call->is_bcast ? (uint64_t) call->root : ftrabit_op_id(call->op),
     }, stored;
@@ -503,16 +542,7 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
     int rc = ftrabit_bootstrap_get(&st->bootstrap, file, line, func, occurrence, &sig, &data,
                                    &len, &stored);
     if (FTRABIT_BOOTSTRAP_MISMATCH == rc) {
-        /* Refused, not run: the next run of this call site takes its place. */
-        ftrabit_bootstrap_retract_occurrence(&st->bootstrap, file, line, func);
-        fprintf(stderr, "ftrabit: bootstrap %s at %s:%d (%s), run %u: called with %llu "
-                        "elements of %llu bytes (op/root %llu) but the original run used %llu "
-                        "elements of %llu bytes (op/root %llu)\n",
-                call->is_bcast ? "broadcast" : "allreduce", file, line, func, occurrence,
-                (unsigned long long) sig.count, (unsigned long long) sig.type_size,
-                (unsigned long long) sig.op_or_root, (unsigned long long) stored.count,
-                (unsigned long long) stored.type_size, (unsigned long long) stored.op_or_root);
-        return MPI_ERR_ARG;
+        return ftrabit_bootstrap_refuse(st, call, &sig, &stored, file, line, func, occurrence);
     }
     if (FTRABIT_BOOTSTRAP_OK == rc && len >= 8) {
         const unsigned char *p = data;

@@ -105,6 +105,10 @@ void ftrabit_state_release_all(void);
 ftrabit_state_t *ftrabit_state_first(void);
 void ftrabit_read_settings(void);
 
+/* A digest of a datatype's type signature, the same in every process for types built
+ * alike (ftrabit_datatype.c). */
+int ftrabit_type_signature(MPI_Datatype type, uint64_t *digest);
+
 /* Is this error code one that recovery can handle? */
 int ftrabit_is_process_failure(int err);
 
