@@ -276,45 +276,96 @@ static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, void *buf,
     return 1;
 }
 
-/* A keeper's copy of a result made in the user's buffer, packed straight into a pool
- * buffer. A result that cannot be kept (out of memory) is not fatal here: recovery finds
- * it missing and says so if it is ever needed. */
-static void ftrabit_keep_copy(ftrabit_state_t *st, uint64_t seq, const void *buf,
-                              const ftrabit_call_t *call)
-{
-    ftrabit_slot_t slot;
-    size_t len;
-    int size, pos = 0;
+/* ---- the last result -----------------------------------------------------------------
+ * Rabit's rule: a rank holds the result of its last collective until its next one
+ * completes, whether it keeps that result or not. When every keeper of a result dies
+ * right after it, or a keeper is still inside the call that others completed, the result
+ * lives on in the survivors that completed it: the catch-up takes it from them. A keeper
+ * holds it in the cache already; everyone keeping everything holds no last result. */
 
-    if (ftrabit_is_contiguous(call->count, call->type, &len)) {
-        if (FTRABIT_CACHE_OK == ftrabit_cache_slot(&st->results, len, &slot)) {
-            memcpy(slot.data, buf, len);
-            (void) ftrabit_cache_put_slot(&st->results, seq, &slot, len);
-        }
-        return;
-    }
-    if (MPI_SUCCESS != MPI_Pack_size(call->count, call->type, st->comm, &size)
-        || FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, (size_t) size, &slot)) {
-        return;
-    }
-    if (MPI_SUCCESS == MPI_Pack(buf, call->count, call->type, slot.data, size, &pos, st->comm)) {
-        (void) ftrabit_cache_put_slot(&st->results, seq, &slot, (size_t) pos);
-    } else {
-        ftrabit_cache_return_slot(&st->results, &slot);
-    }
+void ftrabit_last_result_release(ftrabit_state_t *st)
+{
+    ftrabit_cache_return_slot(&st->results, &st->last_slot); /* if still held here */
+    st->last_seq = 0;
+    st->last_len = 0;
 }
 
-/* After a successful run: the result into the user's buffer and into the cache. */
+/* `slot` (its first `len` bytes) becomes the last result, of `seq`. */
+static void ftrabit_last_result_hold(ftrabit_state_t *st, uint64_t seq, ftrabit_slot_t *slot,
+                                     size_t len)
+{
+    ftrabit_last_result_release(st);
+    st->last_slot = *slot;
+    st->last_len = len;
+    st->last_seq = seq;
+    slot->data = NULL;
+    slot->capacity = 0;
+}
+
+uint64_t ftrabit_last_result_offer(ftrabit_state_t *st)
+{
+    if (0 != st->last_seq && NULL != st->last_slot.data
+        && FTRABIT_CACHE_OK != ftrabit_cache_put_slot(&st->results, st->last_seq,
+                                                      &st->last_slot, st->last_len)) {
+        st->last_seq = 0; /* the slot went back to the pool */
+    }
+    return st->last_seq;
+}
+
+/* A copy of a result made in the user's buffer, packed straight into a pool buffer; 0 if
+ * it cannot be made (out of memory). That is not fatal here: recovery finds the result
+ * missing and says so if it is ever needed. */
+static int ftrabit_copy_result(ftrabit_state_t *st, const void *buf, const ftrabit_call_t *call,
+                               ftrabit_slot_t *slot, size_t *len)
+{
+    int size, pos = 0;
+
+    if (ftrabit_is_contiguous(call->count, call->type, len)) {
+        if (FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, *len, slot)) {
+            return 0;
+        }
+        memcpy(slot->data, buf, *len);
+        return 1;
+    }
+    if (MPI_SUCCESS != MPI_Pack_size(call->count, call->type, st->comm, &size)
+        || FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, (size_t) size, slot)) {
+        return 0;
+    }
+    if (MPI_SUCCESS != MPI_Pack(buf, call->count, call->type, slot->data, size, &pos, st->comm)) {
+        ftrabit_cache_return_slot(&st->results, slot);
+        return 0;
+    }
+    *len = (size_t) pos;
+    return 1;
+}
+
+/* After a successful run: the result into the user's buffer, and into the cache (a
+ * keeper) or held as the last result (anyone else). */
 static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf,
                                     const ftrabit_call_t *call, ftrabit_result_t *r)
 {
+    ftrabit_slot_t copy = {NULL, 0};
+    size_t len;
+
     if (r->direct) {
         memcpy(buf, r->slot.data, r->len);
         if (r->keeper) {
             (void) ftrabit_cache_put_slot(&st->results, seq, &r->slot, r->len);
+            ftrabit_last_result_release(st);
+        } else {
+            ftrabit_last_result_hold(st, seq, &r->slot, r->len);
         }
-    } else if (r->keeper) {
-        ftrabit_keep_copy(st, seq, buf, call);
+        return;
+    }
+    if (!ftrabit_copy_result(st, buf, call, &copy, &len)) {
+        ftrabit_last_result_release(st); /* an older result is no longer the last one */
+        return;
+    }
+    if (r->keeper) {
+        (void) ftrabit_cache_put_slot(&st->results, seq, &copy, len);
+        ftrabit_last_result_release(st);
+    } else {
+        ftrabit_last_result_hold(st, seq, &copy, len);
     }
 }
 

@@ -132,6 +132,7 @@ void ftrabit_state_free(ftrabit_state_t *st)
     if (NULL == st) {
         return;
     }
+    ftrabit_last_result_release(st); /* a pool buffer lent to it */
     ftrabit_cache_fini(&st->results);
     ftrabit_bootstrap_fini(&st->bootstrap);
     free(st->global);
