@@ -20,6 +20,15 @@
  * Site D (a broadcast of structs, in every mode) is replayed with a derived type the
  * replacement builds again: another handle, the same type signature, served.
  *
+ * argv[1] == "after-checkpoint": after the bootstrap sites, FTR_Load_checkpoint and a loop
+ * whose every iteration runs a bootstrap call (site E) and an FTR_Allreduce, with a
+ * checkpoint after every other iteration; rank 1 dies at iteration 3, so its replacement
+ * restarts at iteration 2. Site E must be refused (MPI_ERR_OTHER) in every process, the
+ * replacement included, and the program makes the same sum with FTR_Allreduce instead.
+ * It used to be accepted: the replacement, whose site E counts its runs from 0 again, was
+ * served iteration 0's sum at iteration 2, and numbered its collectives behind the
+ * survivors'.
+ *
  * Output: "mpitest: rank R done" per rank at the end, and from rank 0
  * "mpitest ft_bootstrap: np N: PASS" (or FAIL). Run with --with-ft ulfm.
  */
@@ -138,12 +147,54 @@ static void site_c(MPI_Comm *world, int rank, int size, int fresh)
     check(MPI_SUCCESS == err && ok, rank, "site C result");
 }
 
+/* Site E: a bootstrap call in the main loop, refused; then the same sum, done right. */
+static void site_e(MPI_Comm *world, int rank, int size, int it)
+{
+    long e = 10L * it + rank, expect = 0;
+    for (int r = 0; r < size; r++) {
+        expect += 10L * it + r;
+    }
+    int err = FTR_Allreduce_bootstrap(&e, 1, MPI_LONG, MPI_SUM, world);
+    check(MPI_ERR_OTHER == err, rank, "a bootstrap call after FTR_Load_checkpoint must be refused");
+    if (MPI_SUCCESS != err) {
+        e = 10L * it + rank;
+        err = FTR_Allreduce(&e, 1, MPI_LONG, MPI_SUM, world);
+    }
+    check(MPI_SUCCESS == err && e == expect, rank, "site E's sum");
+}
+
+static void loop_after_load(MPI_Comm *world, int rank, int size, int fresh)
+{
+    int next = 0, version = -1;
+    int err = FTR_Load_checkpoint(world, &next, sizeof(next), NULL, 0, &version);
+    check(MPI_SUCCESS == err && (fresh ? 1 == version && 2 == next : 0 == version), rank,
+          "the restart point");
+    for (int it = next; it < 6; it++) {
+        if (1 == rank && 3 == it && !fresh) {
+            raise(SIGKILL);
+        }
+        site_e(world, rank, size, it);
+        long v = rank + 100L * it, expect = 0;
+        for (int r = 0; r < size; r++) {
+            expect += r + 100L * it;
+        }
+        err = FTR_Allreduce(&v, 1, MPI_LONG, MPI_SUM, world);
+        check(MPI_SUCCESS == err && v == expect, rank, "allreduce in the main loop");
+        if (1 == it % 2) {
+            next = it + 1;
+            check(MPI_SUCCESS == FTR_Checkpoint(world, &next, sizeof(next), NULL, 0), rank,
+                  "FTR_Checkpoint");
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Comm world, parent;
     int rank, size;
     int mismatch = argc > 1 && 0 == strcmp(argv[1], "mismatch");
     int type_mismatch = argc > 1 && 0 == strcmp(argv[1], "type-mismatch");
+    int after_checkpoint = argc > 1 && 0 == strcmp(argv[1], "after-checkpoint");
 
     FTR_Init(&argc, &argv, &world);
     MPI_Comm_get_parent(&parent);
@@ -185,8 +236,11 @@ int main(int argc, char **argv)
         }
     }
 
+    if (after_checkpoint) {
+        loop_after_load(&world, rank, size, fresh);
+    }
     /* Rank 1 dies in the first collective after the bootstrap phase. */
-    for (int it = 0; it < 6; it++) {
+    for (int it = 0; it < 6 && !after_checkpoint; it++) {
         long v = rank + it, expect = 0;
         if (1 == rank && 0 == it && !fresh) {
             raise(SIGKILL);

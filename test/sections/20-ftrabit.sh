@@ -354,6 +354,10 @@ mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --wit
 # for {int, float}) is refused with MPI_ERR_TYPE: types used to be compared by size only.
 mpi ft/bootstrap-type-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
     -- type-mismatch
+# A bootstrap call in the main loop (after FTR_Load_checkpoint) is refused in every process:
+# a replacement restarting from a checkpoint used to be served the call site's first result
+# and to number its collectives behind the survivors'.
+mpi ft/bootstrap-after-load-refused 4 pass test/mpi/ft_bootstrap --with-ft ulfm -- after-checkpoint
 for victim in 3 0; do
     mpi "ft/uniform/victim$victim" 4 pass test/mpi/ft_uniform --with-ft ulfm \
         --mca coll_ftrabit_uniform true -- "$victim"

@@ -518,7 +518,15 @@ int FTR_Version(MPI_Comm comm, int *version)
  * others), and their results are also kept for the job in the bootstrap table, stored as
  * [seq, 8 bytes little-endian][result]. A process that runs a call site again (a
  * replacement re-running its initialisation) is served from the table; the stored seq
- * keeps its numbering aligned with the survivors', who counted that collective once. */
+ * keeps its numbering aligned with the survivors', who counted that collective once.
+ *
+ * They belong to the initialisation, before the process's first FTR_Load_checkpoint or
+ * FTR_Checkpoint on the communicator (Rabit's bootstrap phase ends at LoadCheckPoint),
+ * and are refused after it. A call site run again after that point (in the main loop)
+ * would be matched by its run count in this process, which a replacement restarting from
+ * a checkpoint counts from 0 again: it would be served an early run's result, and its
+ * sequence numbers would drift from the survivors'. The phase is a property of the
+ * program's text, the same in every process, so every rank refuses the same call. */
 
 static uint64_t ftrabit_op_id(MPI_Op op)
 {
@@ -564,6 +572,14 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
     uint64_t type_signature;
     if (NULL == st) {
         return ftrabit_collective(call, buf, comm);
+    }
+    if (st->bootstrap_over) {
+        fprintf(stderr, "ftrabit: FTR_%s_bootstrap at %s:%d (%s) after FTR_Load_checkpoint or "
+                        "FTR_Checkpoint on this communicator: bootstrap calls belong to the "
+                        "initialisation before them (use FTR_%s)\n",
+                call->is_bcast ? "Bcast" : "Allreduce", file, line, func,
+                call->is_bcast ? "Bcast" : "Allreduce");
+        return MPI_ERR_OTHER;
     }
     err = MPI_Type_size(call->type, &type_size);
     if (MPI_SUCCESS == err) {

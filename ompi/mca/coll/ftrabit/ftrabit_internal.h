@@ -65,6 +65,8 @@ typedef struct ftrabit_state {
     size_t last_len;           /* (ftrabit_api.c): its bytes, its seq (0: none); the slot */
     uint64_t last_seq;         /* is empty once offered to the catch-up (then cached) */
     ftrabit_bootstrap_t bootstrap;
+    int bootstrap_over;        /* this process called FTR_Load_checkpoint or FTR_Checkpoint on
+                                  it: bootstrap calls are refused from then on (ftrabit_api.c) */
 
     int version;               /* last committed checkpoint (0: none) */
     uint64_t ckpt_seq;         /* seq of that checkpoint's FTR_Checkpoint call */
