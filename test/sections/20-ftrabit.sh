@@ -244,6 +244,17 @@ ft kill-during-catch-up-large-results 4 "1:7" --mca coll_ftrabit_test_kill_in_ca
 ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
 ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
+# A survivor dies later in the rebuild: right after the dead ranks were exchanged, or right
+# after MPI_Comm_spawn returned (rank 0 is the spawn's root). Every survivor must see the
+# same outcome of that step and start the rebuild again, the replacements just spawned
+# leaving: spawning or merging with the dead process known used to hang inside Open MPI.
+for step in 1 2; do
+    for victim in 2 0; do
+        ft "kill-during-recovery/step$step-rank$victim" 4 "1:7" \
+            --mca coll_ftrabit_test_kill_in_recovery "$victim" \
+            --mca coll_ftrabit_test_kill_in_recovery_step "$step"
+    done
+done
 ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
 # 140 collectives since the (only) checkpoint, the start: the replacement's results come in
 # ~70 runs from alternating keepers, more than the transfer table used to hold.

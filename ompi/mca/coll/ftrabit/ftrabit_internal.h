@@ -37,6 +37,7 @@ typedef struct {
     int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
     int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */
+    int test_kill_in_recovery_step; /* ... there: FTRABIT_TEST_STEP_* (ftrabit_rebuild.c) */
     int test_kill_in_catch_up; /* ... in a catch-up with a replacement in it (-1: none) */
     int spares;                /* warm spares the job was started with (ftrabit_spares.c) */
     int test_kill_spare;       /* world rank of a spare that dies while waiting (-1: none) */

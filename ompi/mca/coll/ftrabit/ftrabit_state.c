@@ -215,6 +215,8 @@ void ftrabit_read_settings(void)
                                                  s->recovery_fallback);
     s->test_kill_in_recovery = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_recovery",
                                                      s->test_kill_in_recovery);
+    s->test_kill_in_recovery_step = ftrabit_read_int_cvar(
+        "coll_ftrabit_test_kill_in_recovery_step", s->test_kill_in_recovery_step);
     s->test_kill_in_catch_up = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_catch_up",
                                                      s->test_kill_in_catch_up);
     s->spares = ftrabit_read_int_cvar("coll_ftrabit_spares", s->spares);
