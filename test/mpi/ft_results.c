@@ -14,9 +14,10 @@
  *
  * Options:
  *   --iterations N (12)  --every N (4)
- *   --kill R:I       original rank R kills itself (SIGKILL) at iteration I, before its first
- *                    collective there; its replacement replays from the last checkpoint and
- *                    must be served exactly the results checked above (it never dies again)
+ *   --kill R:I[:after-big]  original rank R kills itself (SIGKILL) at iteration I, before
+ *                    its first collective there (after-big: right after the 1 MiB allreduce);
+ *                    its replacement replays from the last checkpoint and must be served
+ *                    exactly the results checked above (it never dies again). Repeatable.
  *   --memory         check what FTR_Cache_memory reports (runs without --kill): no result
  *                    kept right after a checkpoint; before one, results kept on exactly
  *                    coll_ftrabit_result_replicas ranks each (all ranks if 0: pass the same
@@ -41,7 +42,26 @@
 #define BCAST_COUNT 2000
 #define HOLE (-7.0)
 
-static int failures, rank, size, original_rank;
+static int failures, rank, size, original_rank, is_replacement;
+
+#define MAX_KILLS 8
+static struct {
+    int rank, iteration, after_big;
+} kills[MAX_KILLS];
+static int nkills;
+
+static void maybe_die(int it, int after_big)
+{
+    for (int k = 0; k < nkills && !is_replacement; k++) {
+        if (kills[k].rank == original_rank && kills[k].iteration == it
+            && kills[k].after_big == after_big) {
+            fprintf(stderr, "ft_results: rank %d killing itself at iteration %d%s\n", rank, it,
+                    after_big ? " after the 1 MiB allreduce" : "");
+            fflush(stderr);
+            raise(SIGKILL);
+        }
+    }
+}
 
 static void check(int cond, const char *what, int it)
 {
@@ -107,6 +127,7 @@ static void one_iteration(MPI_Comm *world, int it, double *big, double *strided,
         ok = big[i] == expected_sum(it, i);
     }
     check(ok, "1 MiB allreduce result", it);
+    maybe_die(it, 1);
 
     for (int i = 0; i < 2 * STRIDED_COUNT; i++) {
         strided[i] = i % 2 ? HOLE : contribution(original_rank, it, i / 2);
@@ -170,7 +191,7 @@ static void check_memory(MPI_Comm world, int replicas, int calls, int before, in
 int main(int argc, char **argv)
 {
     MPI_Comm world, parent;
-    int iterations = 12, every = 4, kill_rank = -1, kill_it = -1, memory = 0, replicas = 0;
+    int iterations = 12, every = 4, bad_usage = 0, memory = 0, replicas = 0;
     int version = 0, next = 0; /* the checkpoint: the next iteration to run */
 
     ftr_check(FTR_Init(&argc, &argv, &world), "FTR_Init");
@@ -178,27 +199,30 @@ int main(int argc, char **argv)
     MPI_Comm_size(world, &size);
     original_rank = rank;
     MPI_Comm_get_parent(&parent);
-    int is_replacement = MPI_COMM_NULL != parent;
+    is_replacement = MPI_COMM_NULL != parent;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
             iterations = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--every") && i + 1 < argc) {
             every = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--kill") && i + 1 < argc) {
-            if (2 != sscanf(argv[++i], "%d:%d", &kill_rank, &kill_it)) {
-                kill_rank = -2;
-            }
+        } else if (!strcmp(argv[i], "--kill") && i + 1 < argc && nkills < MAX_KILLS) {
+            char where[16] = "";
+            int n = sscanf(argv[++i], "%d:%d:%15s", &kills[nkills].rank,
+                           &kills[nkills].iteration, where);
+            kills[nkills].after_big = 3 == n && !strcmp(where, "after-big");
+            bad_usage |= n < 2 || (3 == n && !kills[nkills].after_big);
+            nkills++;
         } else if (!strcmp(argv[i], "--memory") && i + 1 < argc) {
             memory = 1;
             replicas = atoi(argv[++i]);
         } else {
-            kill_rank = -2;
+            bad_usage = 1;
         }
     }
-    if (kill_rank < -1 || iterations < 1 || every < 1 || (memory && kill_rank >= 0)) {
+    if (bad_usage || iterations < 1 || every < 1 || (memory && nkills > 0)) {
         if (0 == rank) {
             fprintf(stderr, "usage: ft_results [--iterations N] [--every N] "
-                            "[--kill R:I | --memory REPLICAS]\n");
+                            "[--kill R:I[:after-big]... | --memory REPLICAS]\n");
         }
         MPI_Finalize();
         return 2;
@@ -221,11 +245,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     for (int it = next; it < iterations; it++) {
-        if (original_rank == kill_rank && it == kill_it && !is_replacement) {
-            fprintf(stderr, "ft_results: rank %d killing itself at iteration %d\n", rank, it);
-            fflush(stderr);
-            raise(SIGKILL);
-        }
+        maybe_die(it, 0);
         one_iteration(&world, it, big, strided, ints, vector, sum);
         next = it + 1;
         if ((it + 1) % every == 0) {

@@ -6,6 +6,7 @@ unit test_schedule
 unit test_ftrabit_cache
 unit test_ftrabit_pool
 unit test_ftrabit_bootstrap
+unit test_ftrabit_typesig
 unit test_ftrabit_recovery
 unit test_ftrabit_spare_plan
 unit test_dr2_crc

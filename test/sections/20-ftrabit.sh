@@ -244,11 +244,28 @@ ft kill-during-catch-up-large-results 4 "1:7" --mca coll_ftrabit_test_kill_in_ca
 ft kill-two-over-tcp 4 "1:7 2:7:after-allreduce" --mca btl tcp,self
 ft kill-during-recovery 4 "1:7" --mca coll_ftrabit_test_kill_in_recovery 2
 ft kill-during-recovery-of-rank0 5 "0:12:after-allreduce" --mca coll_ftrabit_test_kill_in_recovery 4
+# A survivor dies later in the rebuild: right after the dead ranks were exchanged, or right
+# after MPI_Comm_spawn returned (rank 0 is the spawn's root). Every survivor must see the
+# same outcome of that step and start the rebuild again, the replacements just spawned
+# leaving: spawning or merging with the dead process known used to hang inside Open MPI.
+for step in 1 2; do
+    for victim in 2 0; do
+        ft "kill-during-recovery/step$step-rank$victim" 4 "1:7" \
+            --mca coll_ftrabit_test_kill_in_recovery "$victim" \
+            --mca coll_ftrabit_test_kill_in_recovery_step "$step"
+    done
+done
 ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
 # 140 collectives since the (only) checkpoint, the start: the replacement's results come in
 # ~70 runs from alternating keepers, more than the transfer table used to hold.
 ft result-replicas-2/140-collectives-behind 6 "1:70" --mca coll_ftrabit_result_replicas 2 \
     -- --iterations 80 --checkpoint-every 100
+# Both keepers of the last result die right after it, the only result since the checkpoint
+# that they alone keep (np 6, 2 replicas: collective 15, iteration 5's broadcast, is kept by
+# ranks 3 and 4): the survivors, who completed it too, still hold it (as in Rabit, every
+# rank holds its last result until its next collective) and serve it to the replacements;
+# recovery used to be "not possible".
+ft result-replicas-2/keepers-of-last-bcast-die 6 "3:6 4:6" --mca coll_ftrabit_result_replicas 2
 ft shrink/kill-one 4 "1:7" --mca coll_ftrabit_recovery shrink
 ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recovery shrink
 # The root finishes its broadcast and reaches FTR_Checkpoint's agreement while the others
@@ -337,9 +354,21 @@ mpi ft/results/kill-rank1 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:
 mpi ft/results/kill-rank0-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
     --mca coll_ftrabit_result_replicas 2 -- --kill 0:6
 mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:9
+# The same for a 1 MiB allreduce (its result is held in the buffer it was reduced into):
+# collective 19 is kept by ranks 3 and 0 (np 4, 2 replicas), who die right after it.
+mpi ft/results/keepers-of-last-1MiB-allreduce-die 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --kill 3:4:after-big --kill 0:4:after-big
 mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
 mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
     -- mismatch
+# A replay with another datatype of the same size (MPI_FLOAT for MPI_INT, struct {float, int}
+# for {int, float}) is refused with MPI_ERR_TYPE: types used to be compared by size only.
+mpi ft/bootstrap-type-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
+    -- type-mismatch
+# A bootstrap call in the main loop (after FTR_Load_checkpoint) is refused in every process:
+# a replacement restarting from a checkpoint used to be served the call site's first result
+# and to number its collectives behind the survivors'.
+mpi ft/bootstrap-after-load-refused 4 pass test/mpi/ft_bootstrap --with-ft ulfm -- after-checkpoint
 for victim in 3 0; do
     mpi "ft/uniform/victim$victim" 4 pass test/mpi/ft_uniform --with-ft ulfm \
         --mca coll_ftrabit_uniform true -- "$victim"

@@ -25,7 +25,8 @@ static const ftrabit_bootstrap_signature_t bcast_root0 = {.kind = 2, .type_size 
 
 static int same_sig(const ftrabit_bootstrap_signature_t *a, const ftrabit_bootstrap_signature_t *b)
 {
-    return a->kind == b->kind && a->type_size == b->type_size && a->count == b->count
+    return a->kind == b->kind && a->type_size == b->type_size
+           && a->type_signature == b->type_signature && a->count == b->count
            && a->op_or_root == b->op_or_root;
 }
 
@@ -97,12 +98,13 @@ static void put_get_and_mismatch(void)
           == ftrabit_bootstrap_get(&t, "io.c", 7, "loader", 0, &sum8, &data, &len, NULL));
 
     /* Each field of the signature counts, and the stored one comes back. */
-    ftrabit_bootstrap_signature_t variants[4] = {sum8, sum8, sum8, sum8};
+    ftrabit_bootstrap_signature_t variants[5] = {sum8, sum8, sum8, sum8, sum8};
     variants[0].kind = 2;
     variants[1].type_size = 4;
     variants[2].count = 2;
     variants[3].op_or_root = 4;
-    for (int i = 0; i < 4; i++) {
+    variants[4].type_signature = 99; /* another type of the same size */
+    for (int i = 0; i < 5; i++) {
         ftrabit_bootstrap_signature_t stored = {0};
         data = NULL;
         CHECK(FTRABIT_BOOTSTRAP_MISMATCH == ftrabit_bootstrap_get(&t, "io.c", 7, "load", 1,
@@ -192,6 +194,7 @@ static void pack_layout_is_little_endian(void)
     ftrabit_bootstrap_t t;
     ftrabit_bootstrap_init(&t);
     const ftrabit_bootstrap_signature_t sig = {.kind = 2, .type_size = 0x0102,
+                                               .type_signature = 0x08090a0b0c0d0e0full,
                                                .count = 0x030405, .op_or_root = 0x0607};
     const unsigned char data[2] = {0xde, 0xad};
     ftrabit_bootstrap_put(&t, "ab", -2, "f", 0x01020304, &sig, data, 2);
@@ -206,6 +209,7 @@ static void pack_layout_is_little_endian(void)
         4, 3, 2, 1,                               /* occurrence */
         2, 0, 0, 0,                               /* kind */
         2, 1, 0, 0, 0, 0, 0, 0,                   /* type_size */
+        0xf, 0xe, 0xd, 0xc, 0xb, 0xa, 9, 8,       /* type_signature */
         5, 4, 3, 0, 0, 0, 0, 0,                   /* count */
         7, 6, 0, 0, 0, 0, 0, 0,                   /* op_or_root */
         2, 0, 0, 0, 0, 0, 0, 0, 0xde, 0xad};      /* result */
@@ -235,6 +239,7 @@ static void fill(ftrabit_bootstrap_t *t, int n)
         snprintf(fn, sizeof(fn), "fn%d", i % 4);
         int line = i % 7 == 0 ? INT32_MIN + i : i % 7 == 1 ? INT32_MAX - i : i * 3;
         ftrabit_bootstrap_signature_t sig = {.kind = 1 + i % 2, .type_size = (uint64_t) i,
+                                             .type_signature = (uint64_t) i * 0x9e3779b97f4a7c15ull,
                                              .count = UINT64_MAX - (uint64_t) i,
                                              .op_or_root = (uint64_t) i * 11};
         unsigned char data[40];
@@ -359,7 +364,7 @@ static void unpack_refuses_malformed_input(void)
     unsigned char *bad = malloc(len + 1);
     /* Offsets in the first entry (see the layout test). */
     const size_t file_len_at = 8, file_at = 12, fn_len_at = 15, data_len_at = 15 + 4 + 2 + 4 + 4
-                                                                              + 4 + 8 + 8 + 8;
+                                                                              + 4 + 8 + 8 + 8 + 8;
     const size_t second = data_len_at + 8 + 3, second_occ_at = second + 4 + 3 + 4 + 2 + 4;
 
     for (size_t cut = 0; cut < len; cut++) {

@@ -428,6 +428,52 @@ static void lost_results(void)
     free(tp);
 }
 
+/* Results no living keeper holds, held by the survivors that completed them last. */
+static void last_results_survive_their_keepers(void)
+{
+    test_plan_t *tp = new_plan(MAX_XFERS);
+    /* np 6, R=2, checkpoint at 13; ranks 2 and 3, the keepers of 14, die right after it. */
+    ftrabit_rank_state_t st[6];
+    for (int i = 0; i < 6; i++) {
+        st[i] = alive(i, 1, 0, 13, 0, 14, 14);
+        st[i].cache_hi = 13; /* kept nothing since the checkpoint */
+    }
+    st[2] = fresh(2);
+    st[3] = fresh(3);
+    CHECK(FTRABIT_PLAN_LOST_RESULTS == plan(st, 6, 6, 2, 2, tp)); /* nobody says it holds 14 */
+    for (int i = 0; i < 6; i++) {
+        st[i].last_seq = st[i].replacement ? 0 : 14;
+    }
+    CHECK(FTRABIT_PLAN_OK == plan(st, 6, 6, 2, 2, tp));
+    CHECK(14 == tp->plan.target_seq && 1 == tp->restart_version[2] && 1 == tp->restart_version[3]);
+    CHECK(6 == tp->plan.nxfers); /* GLOBAL, LOCAL, RESULTS each; 14 from the next holder */
+    CHECK(XFER(tp, 2, FTRABIT_XFER_RESULTS, 4, 2, 0, 14, 14));
+    CHECK(XFER(tp, 5, FTRABIT_XFER_RESULTS, 4, 3, 0, 14, 14));
+    /* Only rank 5 completed it: the others are served by 5 too. */
+    for (int i = 0; i < 6; i++) {
+        if (!st[i].replacement && 5 != i) {
+            st[i].completed_seq = 13;
+            st[i].last_seq = 0;
+        }
+    }
+    CHECK(FTRABIT_PLAN_OK == plan(st, 6, 6, 2, 2, tp) && 14 == tp->plan.target_seq);
+    for (int k = 0; k < tp->plan.nxfers; k++) {
+        CHECK(FTRABIT_XFER_RESULTS != tp->xfers[k].kind || 5 == tp->xfers[k].from);
+    }
+    /* A living keeper still inside the call that others completed (seq 25 of 4 ranks, kept
+     * by 1 and 2; 1 is gone, 2 has not completed it): 0 and 3 hold it as their last. */
+    ftrabit_rank_state_t sh[3] = {alive(0, 3, 1, 20, 12, 25, 13), alive(2, 3, 1, 20, 12, 24, 13),
+                                  alive(3, 3, 1, 20, 12, 25, 13)};
+    CHECK(FTRABIT_PLAN_LOST_RESULTS == plan(sh, 3, 4, 2, 2, tp));
+    sh[0].last_seq = sh[2].last_seq = 25;
+    CHECK(FTRABIT_PLAN_OK == plan(sh, 3, 4, 2, 2, tp));
+    CHECK(1 == tp->plan.nxfers && XFER(tp, 0, FTRABIT_XFER_RESULTS, 2, 1, 0, 25, 25));
+    /* A last result is its holder's last collective, never a later one. */
+    sh[0].last_seq = 26;
+    CHECK(FTRABIT_PLAN_INVALID == plan(sh, 3, 4, 2, 2, tp));
+    free(tp);
+}
+
 static void lost_results_vs_lost_checkpoint(void)
 {
     test_plan_t *tp = new_plan(MAX_XFERS);
@@ -742,10 +788,12 @@ static void check_plan_against_records(const ftrabit_rank_state_t *st, int size,
         CHECK(!s->replacement);
         if (FTRABIT_XFER_RESULTS == x->kind) {
             CHECK(x->lo == next[x->to] && x->lo <= x->hi && x->hi <= tp->plan.target_seq);
-            CHECK(s->cache_lo <= x->lo && x->hi <= s->cache_hi);
-            /* kept by the sender: check up to orig_size seqs (the pattern repeats) */
-            for (uint64_t q = x->lo, c = 0; c < (uint64_t) orig_size; q++, c++) {
-                CHECK(ftrabit_cache_is_keeper(q, s->orig_rank, orig_size, R));
+            /* held by the sender, as a keeper or as its last result: check up to
+             * orig_size + 1 seqs (the pattern repeats) */
+            for (uint64_t q = x->lo, c = 0; c <= (uint64_t) orig_size; q++, c++) {
+                CHECK((s->cache_lo <= q && q <= s->cache_hi
+                       && ftrabit_cache_is_keeper(q, s->orig_rank, orig_size, R))
+                      || (0 != q && q == s->last_seq));
                 if (q == x->hi) {
                     break;
                 }
@@ -781,7 +829,8 @@ static void random_records_never_crash(void)
                 .has_prev = version > 1 && chance(2), .ckpt_seq = chance(10) ? random_seq() : ckpt,
                 .prev_ckpt_seq = version == 2 ? ckpt / 2 : 0, .completed_seq = completed,
                 .cache_lo = chance(2) ? ckpt + 1 : random_seq(),
-                .cache_hi = chance(2) ? completed : random_seq()};
+                .cache_hi = chance(2) ? completed : random_seq(),
+                .last_seq = chance(2) ? 0 : chance(2) ? completed - completed % 2 : random_seq()};
         }
         tp->plan.max_xfers = (int) (rng() % 6);
         int rc = plan(st, size, orig_size, R, K, tp);
@@ -810,7 +859,9 @@ typedef struct sim_rank {
     int32_t version, has_prev;
     uint64_t ckpt_seq, prev_ckpt_seq, completed, cache_lo;
     /* What it really holds. */
-    uint64_t results;            /* bit s: the result of seq s */
+    uint64_t results;            /* bit s: the result of seq s, kept as a keeper */
+    uint64_t last;               /* the result of its last collective, held as a non-keeper
+                                    (0: none, or it keeps that one) */
     uint32_t globals;            /* bit v: the global checkpoint of version v */
     uint32_t replicas[SIM_MAXN]; /* [owner] bit v: owner's local checkpoint of version v */
 } sim_rank_t;
@@ -825,7 +876,7 @@ typedef struct sim {
 
 typedef struct sim_stats {
     int ok, lost_results, lost_checkpoint, replacements, from_older, from_start_with_ckpt;
-    int adjacent, ckpt_failures, merged_runs, several_sources, shrinks, behind;
+    int adjacent, ckpt_failures, merged_runs, several_sources, shrinks, behind, from_last;
 } sim_stats_t;
 
 static uint64_t bit64(uint64_t s)
@@ -867,12 +918,35 @@ static int sim_survivor(const sim_t *sim, int i)
     return !sim->r[i].gone && !sim->r[i].dead;
 }
 
+/* A collective completed by running it: a keeper caches the result, anyone else holds it
+ * as its last result (until the next one). */
 static void sim_complete(sim_t *sim, int i, uint64_t s)
+{
+    sim->r[i].completed = s;
+    sim->r[i].last = s;
+    if (sim_keeps(sim, s, i)) {
+        sim->r[i].results |= bit64(s);
+        sim->r[i].last = 0;
+    }
+}
+
+/* A collective completed from the cache (replay, catch-up): the last result stays. */
+static void sim_serve(sim_t *sim, int i, uint64_t s)
 {
     sim->r[i].completed = s;
     if (sim_keeps(sim, s, i)) {
         sim->r[i].results |= bit64(s);
     }
+}
+
+static int sim_is_checkpoint(const sim_t *sim, uint64_t s)
+{
+    for (int32_t v = 1; v <= SIM_MAXV + 1; v++) {
+        if (sim->ckpt_of[v] == s) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Commit version v at seq s (its ring exchange finished). */
@@ -896,6 +970,7 @@ static void sim_commit(sim_t *sim, int i, int32_t v, uint64_t s)
     x->ckpt_seq = s;
     x->version = v;
     sim_complete(sim, i, s);
+    x->last = 0; /* released: nobody restarts before this checkpoint */
 }
 
 static void sim_init(sim_t *sim, int n, int R, int K, int shrink)
@@ -977,6 +1052,8 @@ static int sim_failure_step(sim_t *sim, int checkpoint, int prev_was_collective)
                 /* A pipelined bcast: this rank has not even seen seq t-1's result. */
                 sim->r[i].completed = t - 2;
                 sim->r[i].results &= ~bit64(t - 1);
+                sim->r[i].last = sim_keeps(sim, t - 2, i) || sim_is_checkpoint(sim, t - 2)
+                                     ? 0 : t - 2;
             }
         }
     }
@@ -1019,7 +1096,8 @@ static int sim_records(const sim_t *sim, ftrabit_rank_state_t *st, int *order)
             st[idx] = (ftrabit_rank_state_t){
                 .orig_rank = order[idx], .replacement = 0, .version = x->version,
                 .has_prev = x->has_prev, .ckpt_seq = x->ckpt_seq, .prev_ckpt_seq = x->prev_ckpt_seq,
-                .completed_seq = x->completed, .cache_lo = x->cache_lo, .cache_hi = x->completed};
+                .completed_seq = x->completed, .cache_lo = x->cache_lo, .cache_hi = x->completed,
+                .last_seq = x->last};
         }
     }
     return size;
@@ -1055,7 +1133,8 @@ static uint64_t truth_available(const sim_t *sim)
 {
     uint64_t m = 0;
     for (int i = 0; i < sim->n; i++) {
-        m |= sim_survivor(sim, i) ? sim->r[i].results : 0;
+        m |= sim_survivor(sim, i) ? sim->r[i].results | (sim->r[i].last ? bit64(sim->r[i].last) : 0)
+                                  : 0;
     }
     return m;
 }
@@ -1166,7 +1245,7 @@ static int truth_first_after(const sim_t *sim, int to, holds_fn holds, int arg, 
 static int holds_result(const sim_t *sim, int o, int unused, uint64_t s)
 {
     (void) unused;
-    return (sim->r[o].results >> s) & 1;
+    return ((sim->r[o].results >> s) & 1) || sim->r[o].last == s;
 }
 
 static int holds_global(const sim_t *sim, int o, int unused, uint64_t v)
@@ -1228,8 +1307,9 @@ static void sim_check_transfers(const sim_t *sim, const ftrabit_rank_state_t *st
         case FTRABIT_XFER_RESULTS:
             CHECK(x->lo <= x->hi && x->hi <= SIM_MAXSEQ);
             for (uint64_t s = x->lo; s <= x->hi && s <= SIM_MAXSEQ; s++) {
-                CHECK((sim->r[from].results >> s) & 1);
+                CHECK(holds_result(sim, from, 0, s));
                 CHECK(from == truth_first_after(sim, to, holds_result, 0, s));
+                stats->from_last += !((sim->r[from].results >> s) & 1);
                 CHECK(!((got_results[to] >> s) & 1)); /* nothing twice */
                 got_results[to] |= bit64(s);
             }
@@ -1325,7 +1405,7 @@ static void sim_settle(sim_t *sim, const int32_t *restart)
             if (v <= newest && sim->ckpt_of[v] == s) {
                 sim_commit(sim, i, v, s);
             } else {
-                sim_complete(sim, i, s);
+                sim_serve(sim, i, s);
             }
         }
     }
@@ -1406,6 +1486,10 @@ static void simulated_jobs(void)
     CHECK(stats.several_sources > 100);
     CHECK(stats.shrinks > 50);
     CHECK(stats.behind > 100);
+    CHECK(stats.from_last > 20);
+    printf("# simulated jobs: %d recovered, %d lost results, %d lost checkpoints, %d results "
+           "served as a last result\n", stats.ok, stats.lost_results, stats.lost_checkpoint,
+           stats.from_last);
 }
 
 int main(void)
@@ -1419,6 +1503,7 @@ int main(void)
     RUN(restart_from_what_the_holder_has);
     RUN(adjacent_replacements);
     RUN(lost_results);
+    RUN(last_results_survive_their_keepers);
     RUN(lost_results_vs_lost_checkpoint);
     RUN(invalid_records);
     RUN(replaying_rank_serves_what_it_was_served);

@@ -37,6 +37,7 @@ typedef struct {
     int recovery_timeout;          /* seconds; 0: forever */
     int recovery_fallback;         /* shrink or abort, same values as `recovery` */
     int test_kill_in_recovery;     /* original rank that dies in its first recovery, or -1 */
+    int test_kill_in_recovery_step; /* where: 0 start, 1 before spawn, 2 before merge */
     int test_kill_in_catch_up;     /* original rank that dies while a replacement catches up */
     bool uniform;                  /* agree on each collective's outcome */
     int local_replicas;

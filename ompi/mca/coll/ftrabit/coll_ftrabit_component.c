@@ -214,6 +214,15 @@ static int ftrabit_register(void)
                  "set and before the replacements join (-1: never)",
                  OPAL_INFO_LVL_9, &c->test_kill_in_recovery);
 
+    c->test_kill_in_recovery_step = 0;
+    register_int("test_kill_in_recovery_step",
+                 "For testing recovery: where coll_ftrabit_test_kill_in_recovery's process dies: "
+                 "0 at the start of the rebuild, right after the failed set is agreed; 1 right "
+                 "after the survivors exchanged which original ranks are dead (the spawn comes "
+                 "next); 2 right after MPI_Comm_spawn returned (the merge with the replacements "
+                 "comes next)",
+                 OPAL_INFO_LVL_9, &c->test_kill_in_recovery_step);
+
     c->test_kill_in_catch_up = -1;
     register_int("test_kill_in_catch_up",
                  "For testing recovery: the process with this original rank kills itself "
@@ -232,7 +241,8 @@ static int ftrabit_register(void)
     register_int("result_replicas",
                  "FTR_* collectives: how many ranks keep each result until the next checkpoint, "
                  "to serve ranks that replay (0: every rank; fewer bounds memory, but results are "
-                 "lost if all their keepers, consecutive ranks, fail together)",
+                 "lost if all their keepers, consecutive ranks, fail together before the next "
+                 "collective: every rank also holds its last result until its next collective)",
                  OPAL_INFO_LVL_5, &c->result_replicas);
 
     c->result_pool_mib = -1;
@@ -286,6 +296,10 @@ static int ftrabit_open(void)
     if (c->local_replicas < 1) {
         return refuse_param("coll_ftrabit_local_replicas", c->local_replicas,
                             "At least one neighbour must keep a copy of each local checkpoint.");
+    }
+    if (c->test_kill_in_recovery_step < 0 || c->test_kill_in_recovery_step > 2) {
+        return refuse_param("coll_ftrabit_test_kill_in_recovery_step",
+                            c->test_kill_in_recovery_step, "Use 0, 1 or 2.");
     }
     if (c->spares < 0) {
         return refuse_param("coll_ftrabit_spares", c->spares,

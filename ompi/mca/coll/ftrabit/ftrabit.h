@@ -57,7 +57,10 @@ FTR_EXPORT int FTR_Allreduce(void *buf, int count, MPI_Datatype type, MPI_Op op,
 FTR_EXPORT int FTR_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm *comm);
 
 /* Results kept for the job's life, keyed by call site and by how many times that call
- * site ran in this process: for collectives before the first checkpoint. */
+ * site ran in this process: for the collectives of the initialisation, before this
+ * process's first FTR_Load_checkpoint or FTR_Checkpoint on the communicator; refused
+ * (MPI_ERR_OTHER) after it. A replay must use the same count, op or root, and a datatype
+ * of the same type signature (MPI_ERR_ARG, MPI_ERR_TYPE otherwise). */
 #define FTR_Allreduce_bootstrap(buf, count, type, op, comm) \
     FTR_Allreduce_bootstrap_at((buf), (count), (type), (op), (comm), __FILE__, __LINE__, __func__)
 #define FTR_Bcast_bootstrap(buf, count, type, root, comm) \

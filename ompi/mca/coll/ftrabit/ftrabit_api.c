@@ -276,45 +276,96 @@ static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, void *buf,
     return 1;
 }
 
-/* A keeper's copy of a result made in the user's buffer, packed straight into a pool
- * buffer. A result that cannot be kept (out of memory) is not fatal here: recovery finds
- * it missing and says so if it is ever needed. */
-static void ftrabit_keep_copy(ftrabit_state_t *st, uint64_t seq, const void *buf,
-                              const ftrabit_call_t *call)
-{
-    ftrabit_slot_t slot;
-    size_t len;
-    int size, pos = 0;
+/* ---- the last result -----------------------------------------------------------------
+ * Rabit's rule: a rank holds the result of its last collective until its next one
+ * completes, whether it keeps that result or not. When every keeper of a result dies
+ * right after it, or a keeper is still inside the call that others completed, the result
+ * lives on in the survivors that completed it: the catch-up takes it from them. A keeper
+ * holds it in the cache already; everyone keeping everything holds no last result. */
 
-    if (ftrabit_is_contiguous(call->count, call->type, &len)) {
-        if (FTRABIT_CACHE_OK == ftrabit_cache_slot(&st->results, len, &slot)) {
-            memcpy(slot.data, buf, len);
-            (void) ftrabit_cache_put_slot(&st->results, seq, &slot, len);
-        }
-        return;
-    }
-    if (MPI_SUCCESS != MPI_Pack_size(call->count, call->type, st->comm, &size)
-        || FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, (size_t) size, &slot)) {
-        return;
-    }
-    if (MPI_SUCCESS == MPI_Pack(buf, call->count, call->type, slot.data, size, &pos, st->comm)) {
-        (void) ftrabit_cache_put_slot(&st->results, seq, &slot, (size_t) pos);
-    } else {
-        ftrabit_cache_return_slot(&st->results, &slot);
-    }
+void ftrabit_last_result_release(ftrabit_state_t *st)
+{
+    ftrabit_cache_return_slot(&st->results, &st->last_slot); /* if still held here */
+    st->last_seq = 0;
+    st->last_len = 0;
 }
 
-/* After a successful run: the result into the user's buffer and into the cache. */
+/* `slot` (its first `len` bytes) becomes the last result, of `seq`. */
+static void ftrabit_last_result_hold(ftrabit_state_t *st, uint64_t seq, ftrabit_slot_t *slot,
+                                     size_t len)
+{
+    ftrabit_last_result_release(st);
+    st->last_slot = *slot;
+    st->last_len = len;
+    st->last_seq = seq;
+    slot->data = NULL;
+    slot->capacity = 0;
+}
+
+uint64_t ftrabit_last_result_offer(ftrabit_state_t *st)
+{
+    if (0 != st->last_seq && NULL != st->last_slot.data
+        && FTRABIT_CACHE_OK != ftrabit_cache_put_slot(&st->results, st->last_seq,
+                                                      &st->last_slot, st->last_len)) {
+        st->last_seq = 0; /* the slot went back to the pool */
+    }
+    return st->last_seq;
+}
+
+/* A copy of a result made in the user's buffer, packed straight into a pool buffer; 0 if
+ * it cannot be made (out of memory). That is not fatal here: recovery finds the result
+ * missing and says so if it is ever needed. */
+static int ftrabit_copy_result(ftrabit_state_t *st, const void *buf, const ftrabit_call_t *call,
+                               ftrabit_slot_t *slot, size_t *len)
+{
+    int size, pos = 0;
+
+    if (ftrabit_is_contiguous(call->count, call->type, len)) {
+        if (FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, *len, slot)) {
+            return 0;
+        }
+        memcpy(slot->data, buf, *len);
+        return 1;
+    }
+    if (MPI_SUCCESS != MPI_Pack_size(call->count, call->type, st->comm, &size)
+        || FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, (size_t) size, slot)) {
+        return 0;
+    }
+    if (MPI_SUCCESS != MPI_Pack(buf, call->count, call->type, slot->data, size, &pos, st->comm)) {
+        ftrabit_cache_return_slot(&st->results, slot);
+        return 0;
+    }
+    *len = (size_t) pos;
+    return 1;
+}
+
+/* After a successful run: the result into the user's buffer, and into the cache (a
+ * keeper) or held as the last result (anyone else). */
 static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf,
                                     const ftrabit_call_t *call, ftrabit_result_t *r)
 {
+    ftrabit_slot_t copy = {NULL, 0};
+    size_t len;
+
     if (r->direct) {
         memcpy(buf, r->slot.data, r->len);
         if (r->keeper) {
             (void) ftrabit_cache_put_slot(&st->results, seq, &r->slot, r->len);
+            ftrabit_last_result_release(st);
+        } else {
+            ftrabit_last_result_hold(st, seq, &r->slot, r->len);
         }
-    } else if (r->keeper) {
-        ftrabit_keep_copy(st, seq, buf, call);
+        return;
+    }
+    if (!ftrabit_copy_result(st, buf, call, &copy, &len)) {
+        ftrabit_last_result_release(st); /* an older result is no longer the last one */
+        return;
+    }
+    if (r->keeper) {
+        (void) ftrabit_cache_put_slot(&st->results, seq, &copy, len);
+        ftrabit_last_result_release(st);
+    } else {
+        ftrabit_last_result_hold(st, seq, &copy, len);
     }
 }
 
@@ -467,7 +518,15 @@ int FTR_Version(MPI_Comm comm, int *version)
  * others), and their results are also kept for the job in the bootstrap table, stored as
  * [seq, 8 bytes little-endian][result]. A process that runs a call site again (a
  * replacement re-running its initialisation) is served from the table; the stored seq
- * keeps its numbering aligned with the survivors', who counted that collective once. */
+ * keeps its numbering aligned with the survivors', who counted that collective once.
+ *
+ * They belong to the initialisation, before the process's first FTR_Load_checkpoint or
+ * FTR_Checkpoint on the communicator (Rabit's bootstrap phase ends at LoadCheckPoint),
+ * and are refused after it. A call site run again after that point (in the main loop)
+ * would be matched by its run count in this process, which a replacement restarting from
+ * a checkpoint counts from 0 again: it would be served an early run's result, and its
+ * sequence numbers would drift from the survivors'. The phase is a property of the
+ * program's text, the same in every process, so every rank refuses the same call. */
 
 static uint64_t ftrabit_op_id(MPI_Op op)
 {
@@ -476,15 +535,61 @@ static uint64_t ftrabit_op_id(MPI_Op op)
     return (uint64_t) (uint32_t) MPI_Op_c2f(op);
 }
 
+/* A replay that differs from the original run: say how, refuse it, and let the next run
+ * of the call site take its place. Another datatype (same size or not) is MPI_ERR_TYPE,
+ * anything else MPI_ERR_ARG. */
+static int ftrabit_bootstrap_refuse(ftrabit_state_t *st, const ftrabit_call_t *call,
+                                    const ftrabit_bootstrap_signature_t *sig,
+                                    const ftrabit_bootstrap_signature_t *stored, const char *file,
+                                    int line, const char *func, uint32_t occurrence)
+{
+    char type_name[MPI_MAX_OBJECT_NAME] = "";
+    int name_len = 0;
+    int type_differs = sig->type_size != stored->type_size
+                       || sig->type_signature != stored->type_signature;
+
+    ftrabit_bootstrap_retract_occurrence(&st->bootstrap, file, line, func);
+    MPI_Type_get_name(call->type, type_name, &name_len);
+    fprintf(stderr, "ftrabit: bootstrap %s at %s:%d (%s), run %u: called with %llu elements "
+                    "of %llu bytes of datatype %s (type signature %016llx, op/root %llu) but "
+                    "the original run used %llu elements of %llu bytes (type signature %016llx, "
+                    "op/root %llu)%s\n",
+            call->is_bcast ? "broadcast" : "allreduce", file, line, func, occurrence,
+            (unsigned long long) sig->count, (unsigned long long) sig->type_size,
+            name_len > 0 ? type_name : "(unnamed derived type)",
+            (unsigned long long) sig->type_signature, (unsigned long long) sig->op_or_root,
+            (unsigned long long) stored->count, (unsigned long long) stored->type_size,
+            (unsigned long long) stored->type_signature, (unsigned long long) stored->op_or_root,
+            type_differs ? ": another datatype" : "");
+    return type_differs ? MPI_ERR_TYPE : MPI_ERR_ARG;
+}
+
 static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Comm *comm,
                                   const char *file, int line, const char *func)
 {
     ftrabit_state_t *st = ftrabit_state_of(*comm);
     int type_size, err;
+    uint64_t type_signature;
     if (NULL == st) {
         return ftrabit_collective(call, buf, comm);
     }
-    MPI_Type_size(call->type, &type_size);
+    if (st->bootstrap_over) {
+        fprintf(stderr, "ftrabit: FTR_%s_bootstrap at %s:%d (%s) after FTR_Load_checkpoint or "
+                        "FTR_Checkpoint on this communicator: bootstrap calls belong to the "
+                        "initialisation before them (use FTR_%s)\n",
+                call->is_bcast ? "Bcast" : "Allreduce", file, line, func,
+                call->is_bcast ? "Bcast" : "Allreduce");
+        return MPI_ERR_OTHER;
+    }
+    err = MPI_Type_size(call->type, &type_size);
+    if (MPI_SUCCESS == err) {
+        err = ftrabit_type_signature(call->type, &type_signature);
+    }
+    if (MPI_SUCCESS != err) {
+        fprintf(stderr, "ftrabit: bootstrap call at %s:%d (%s): cannot read its datatype's "
+                        "type signature (error %d)\n", file, line, func, err);
+        return err;
+    }
     uint32_t occurrence = ftrabit_bootstrap_next_occurrence(&st->bootstrap, file, line, func);
     if (FTRABIT_BOOTSTRAP_NO_OCCURRENCE == occurrence) {
         fprintf(stderr, "ftrabit: cannot count the runs of the bootstrap call at %s:%d (%s): "
@@ -494,6 +599,7 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
     ftrabit_bootstrap_signature_t sig = {
         .kind = call->is_bcast ? 2 : 1,
         .type_size = (uint64_t) type_size,
+        .type_signature = type_signature,
         .count = (uint64_t) call->count,
         .op_or_root = call->is_bcast ? (uint64_t) call->root : ftrabit_op_id(call->op),
     }, stored;
@@ -503,16 +609,7 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
     int rc = ftrabit_bootstrap_get(&st->bootstrap, file, line, func, occurrence, &sig, &data,
                                    &len, &stored);
     if (FTRABIT_BOOTSTRAP_MISMATCH == rc) {
-        /* Refused, not run: the next run of this call site takes its place. */
-        ftrabit_bootstrap_retract_occurrence(&st->bootstrap, file, line, func);
-        fprintf(stderr, "ftrabit: bootstrap %s at %s:%d (%s), run %u: called with %llu "
-                        "elements of %llu bytes (op/root %llu) but the original run used %llu "
-                        "elements of %llu bytes (op/root %llu)\n",
-                call->is_bcast ? "broadcast" : "allreduce", file, line, func, occurrence,
-                (unsigned long long) sig.count, (unsigned long long) sig.type_size,
-                (unsigned long long) sig.op_or_root, (unsigned long long) stored.count,
-                (unsigned long long) stored.type_size, (unsigned long long) stored.op_or_root);
-        return MPI_ERR_ARG;
+        return ftrabit_bootstrap_refuse(st, call, &sig, &stored, file, line, func, occurrence);
     }
     if (FTRABIT_BOOTSTRAP_OK == rc && len >= 8) {
         const unsigned char *p = data;

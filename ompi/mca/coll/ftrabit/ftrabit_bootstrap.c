@@ -33,9 +33,9 @@ typedef struct ftrabit_bootstrap_view {
 } ftrabit_bootstrap_view_t;
 
 #define FTRABIT_BOOTSTRAP_HEADER_BYTES 8
-/* The fixed part of an entry: two string lengths, line, occurrence, kind, three signature
+/* The fixed part of an entry: two string lengths, line, occurrence, kind, four signature
  * words, the result length. */
-#define FTRABIT_BOOTSTRAP_FIXED_BYTES (4 + 4 + 4 + 4 + 4 + 8 + 8 + 8 + 8)
+#define FTRABIT_BOOTSTRAP_FIXED_BYTES (4 + 4 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 8)
 #define FTRABIT_BOOTSTRAP_MIN_CAPACITY 8
 
 /* ---- little-endian encoding ---------------------------------------------------------- */
@@ -190,7 +190,8 @@ static size_t ftrabit_bootstrap_find_site(const ftrabit_bootstrap_t *table,
 static int ftrabit_bootstrap_same_signature(const ftrabit_bootstrap_signature_t *a,
                                             const ftrabit_bootstrap_signature_t *b)
 {
-    return a->kind == b->kind && a->type_size == b->type_size && a->count == b->count
+    return a->kind == b->kind && a->type_size == b->type_size
+           && a->type_signature == b->type_signature && a->count == b->count
            && a->op_or_root == b->op_or_root;
 }
 
@@ -433,6 +434,7 @@ static unsigned char *ftrabit_bootstrap_write_entry(unsigned char *p,
     p = ftrabit_bootstrap_put_le(p, e->key.occurrence, 4);
     p = ftrabit_bootstrap_put_le(p, e->sig.kind, 4);
     p = ftrabit_bootstrap_put_le(p, e->sig.type_size, 8);
+    p = ftrabit_bootstrap_put_le(p, e->sig.type_signature, 8);
     p = ftrabit_bootstrap_put_le(p, e->sig.count, 8);
     p = ftrabit_bootstrap_put_le(p, e->sig.op_or_root, 8);
     p = ftrabit_bootstrap_put_le(p, e->len, 8);
@@ -486,6 +488,7 @@ static int ftrabit_bootstrap_read_entry(ftrabit_bootstrap_reader_t *r,
         || !ftrabit_bootstrap_read_le(r, 4, &line) || !ftrabit_bootstrap_read_le(r, 4, &occurrence)
         || !ftrabit_bootstrap_read_le(r, 4, &kind)
         || !ftrabit_bootstrap_read_le(r, 8, &w->sig.type_size)
+        || !ftrabit_bootstrap_read_le(r, 8, &w->sig.type_signature)
         || !ftrabit_bootstrap_read_le(r, 8, &w->sig.count)
         || !ftrabit_bootstrap_read_le(r, 8, &w->sig.op_or_root)
         || !ftrabit_bootstrap_read_le(r, 8, &len) || len > r->left) {

@@ -5,9 +5,9 @@
  * data set's size, broadcasting a seed...) are kept for the whole job, keyed by call site
  * (file, line, function) and by how many times that call site has run in this process:
  * one call site run twice stays two entries, so a restarted process that runs them again,
- * in any order, gets the original results. The signature (datatype size, count, op, root)
- * is stored too: a replay that asks with a different signature is an error, not a wrong
- * answer.
+ * in any order, gets the original results. The signature (datatype size and type
+ * signature, count, op, root) is stored too: a replay that asks with a different signature
+ * is an error, not a wrong answer.
  */
 #ifndef FTRABIT_BOOTSTRAP_H
 #define FTRABIT_BOOTSTRAP_H
@@ -25,6 +25,8 @@ typedef struct ftrabit_bootstrap_key {
 typedef struct ftrabit_bootstrap_signature {
     uint32_t kind;       /* 1 = allreduce, 2 = bcast */
     uint64_t type_size;  /* bytes per element */
+    uint64_t type_signature; /* digest of the element's type signature (ftrabit_typesig.h):
+                                MPI_FLOAT and MPI_INT differ, equal derived types do not */
     uint64_t count;
     uint64_t op_or_root; /* an id of the reduction op (allreduce) or the root (bcast) */
 } ftrabit_bootstrap_signature_t;
@@ -84,8 +86,8 @@ int ftrabit_bootstrap_get(const ftrabit_bootstrap_t *table, const char *file, in
  * not transferred. Wire format, little-endian: u64 count, then per entry, in strictly
  * increasing key order (file, line, function, occurrence; names compared as unsigned bytes
  * like strcmp): u32 file length, file bytes, u32 function length, function bytes (no NUL
- * in either), i32 line, u32 occurrence, u32 kind, u64 type_size, u64 count, u64 op_or_root,
- * u64 length, the result bytes. */
+ * in either), i32 line, u32 occurrence, u32 kind, u64 type_size, u64 type_signature,
+ * u64 count, u64 op_or_root, u64 length, the result bytes. */
 size_t ftrabit_bootstrap_pack(const ftrabit_bootstrap_t *table, void *buf, size_t cap);
 int ftrabit_bootstrap_unpack(ftrabit_bootstrap_t *table, const void *buf, size_t len);
 

@@ -23,11 +23,13 @@
 #define FTRABIT_TAG_RESEED 7798
 #define FTRABIT_TAG_XFER_BASE 7800
 
-static void ftrabit_fill_record(const ftrabit_state_t *st, ftrabit_rank_state_t *rec)
+static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
 {
     uint64_t lo = 1, hi = 0;
 
     memset(rec, 0, sizeof(*rec));
+    /* Into the cache first, so that a RESULTS transfer finds it there. */
+    rec->last_seq = st->replacement ? 0 : ftrabit_last_result_offer(st);
     rec->orig_rank = st->orig_rank;
     rec->replacement = st->replacement;
     rec->version = st->version;

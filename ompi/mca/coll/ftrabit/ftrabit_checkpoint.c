@@ -106,6 +106,7 @@ static void ftrabit_commit(ftrabit_state_t *st, uint64_t seq, const void *global
     st->ckpt_seq = seq;
     st->completed_seq = seq;
     /* Nobody restarts before this version any more. */
+    ftrabit_last_result_release(st);
     ftrabit_cache_drop_through(&st->results, seq);
 }
 
@@ -130,6 +131,7 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
     if (NULL == st) {
         return MPI_ERR_COMM;
     }
+    st->bootstrap_over = 1;
     if (global_size > (size_t) INT32_MAX || local_size > (size_t) INT32_MAX) {
         fprintf(stderr, "ftrabit: FTR_Checkpoint of more than 2 GiB per buffer is not supported\n");
         return MPI_ERR_COUNT;
@@ -172,6 +174,7 @@ int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *
     if (NULL == st) {
         return MPI_ERR_COMM;
     }
+    st->bootstrap_over = 1;
     *version = st->version;
     if (0 == st->version) {
         return MPI_SUCCESS; /* fresh start: buffers untouched */

@@ -37,6 +37,7 @@ typedef struct {
     int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
     int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */
+    int test_kill_in_recovery_step; /* ... there: FTRABIT_TEST_STEP_* (ftrabit_rebuild.c) */
     int test_kill_in_catch_up; /* ... in a catch-up with a replacement in it (-1: none) */
     int spares;                /* warm spares the job was started with (ftrabit_spares.c) */
     int test_kill_spare;       /* world rank of a spare that dies while waiting (-1: none) */
@@ -61,7 +62,12 @@ typedef struct ftrabit_state {
     uint64_t completed_seq;    /* last collective completed by this process */
     uint64_t served_until;     /* results up to here are in the cache for replay */
     ftrabit_cache_t results;   /* results since the last checkpoint, and replay results */
+    ftrabit_slot_t last_slot;  /* the last result, held by a rank that does not keep it */
+    size_t last_len;           /* (ftrabit_api.c): its bytes, its seq (0: none); the slot */
+    uint64_t last_seq;         /* is empty once offered to the catch-up (then cached) */
     ftrabit_bootstrap_t bootstrap;
+    int bootstrap_over;        /* this process called FTR_Load_checkpoint or FTR_Checkpoint on
+                                  it: bootstrap calls are refused from then on (ftrabit_api.c) */
 
     int version;               /* last committed checkpoint (0: none) */
     uint64_t ckpt_seq;         /* seq of that checkpoint's FTR_Checkpoint call */
@@ -104,6 +110,17 @@ void ftrabit_state_release_all(void);
 /* The first state of this process (the list FTR_Finalize walks), or NULL. */
 ftrabit_state_t *ftrabit_state_first(void);
 void ftrabit_read_settings(void);
+
+/* A digest of a datatype's type signature, the same in every process for types built
+ * alike (ftrabit_datatype.c). */
+int ftrabit_type_signature(MPI_Datatype type, uint64_t *digest);
+
+/* The result of this process's last collective, held until its next one completes
+ * whether this process keeps it or not (ftrabit_api.c). Release: at a checkpoint (nobody
+ * restarts before it) and when the state is freed. Offer: move it into the cache for a
+ * catch-up to send; returns its seq, 0 if none. */
+void ftrabit_last_result_release(ftrabit_state_t *st);
+uint64_t ftrabit_last_result_offer(ftrabit_state_t *st);
 
 /* Is this error code one that recovery can handle? */
 int ftrabit_is_process_failure(int err);

@@ -34,6 +34,28 @@ typedef struct {
     int32_t orig_size;
 } ftrabit_join_t;
 
+/* coll_ftrabit_test_kill_in_recovery: a failure in the middle of a recovery, on demand,
+ * at the step coll_ftrabit_test_kill_in_recovery_step names. */
+enum {
+    FTRABIT_TEST_STEP_START = 0,  /* the failed set is agreed */
+    FTRABIT_TEST_STEP_SPAWN = 1,  /* the dead ranks were exchanged; the spawn comes next */
+    FTRABIT_TEST_STEP_MERGE = 2   /* MPI_Comm_spawn returned; the merge comes next */
+};
+
+static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st, int step)
+{
+    static int recoveries_seen;
+
+    if (step == ftrabit_settings.test_kill_in_recovery_step
+        && st->orig_rank == ftrabit_settings.test_kill_in_recovery && 0 == recoveries_seen++
+        && FTR_ORIGIN_ORIGINAL == ftrabit_origin) {
+        fprintf(stderr, "ftrabit: original rank %d killing itself during recovery, step %d "
+                        "(coll_ftrabit_test_kill_in_recovery)\n", st->orig_rank, step);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+}
+
 /* The original ranks alive in `shrunk`, sorted; returns the dead ones of 0..orig_size-1. */
 static int ftrabit_dead_ranks(const ftrabit_state_t *st, MPI_Comm shrunk, int **dead, int *ndead)
 {
@@ -46,6 +68,7 @@ static int ftrabit_dead_ranks(const ftrabit_state_t *st, MPI_Comm shrunk, int **
         free(alive);
         free(is_alive);
         free(*dead);
+        *dead = NULL;
         return MPI_ERR_NO_MEM;
     }
     err = MPI_Allgather(&st->orig_rank, 1, MPI_INT, alive, 1, MPI_INT, shrunk);
@@ -67,15 +90,116 @@ static int ftrabit_dead_ranks(const ftrabit_state_t *st, MPI_Comm shrunk, int **
     return err;
 }
 
+/* ---- uniform steps ---------------------------------------------------------------------
+ * The steps of a respawn (the exchange of the dead ranks, the spawn, the merge) are
+ * collectives that a failure in the middle of them ends on some processes only: those
+ * that exchanged messages with the dead one see the error, the others complete or wait on
+ * them. Each step therefore ends in one agreement on its outcome over the communicator it
+ * ran on, and the flag decides for everybody: the step holds, or every survivor leaves
+ * the rebuild and starts it again (a process failure), or every survivor fails with the
+ * same error (anything else). A process that saw an error revokes first, so that those
+ * still blocked in the step come out to the agreement.
+ * A step also fails when a process of its communicator died before the agreement, even if
+ * everybody completed it: MPI_Comm_spawn and MPI_Intercomm_merge of Open MPI 5.0.7 never
+ * return when a member of their communicator is dead (PMIx's connect waits for it; the
+ * merge's context id allocation retries for ever), so none is started with a dead member
+ * known. The agreement reports such a death alike everywhere (it agrees on the failed
+ * processes, and nothing here acknowledges failures). A death inside those two calls is
+ * beyond reach: the watchdog (coll_ftrabit_recovery_timeout) ends the job then. */
+#define FTRABIT_STEP_DONE 1
+#define FTRABIT_STEP_RETRYABLE 2
+
+static int ftrabit_step_agreed(MPI_Comm comm, int err, const char *step)
+{
+    int flag = MPI_SUCCESS == err ? FTRABIT_STEP_DONE | FTRABIT_STEP_RETRYABLE
+               : ftrabit_is_process_failure(err) ? FTRABIT_STEP_RETRYABLE
+                                                 : 0;
+    if (MPI_SUCCESS != err) {
+        MPIX_Comm_revoke(comm);
+    }
+    int rc = MPIX_Comm_agree(comm, &flag);
+    if (MPI_SUCCESS != rc && ftrabit_is_process_failure(rc)) {
+        flag &= ~FTRABIT_STEP_DONE; /* someone died: the next step would wait for it */
+    }
+    if (flag & FTRABIT_STEP_DONE) {
+        return MPI_SUCCESS;
+    }
+    ftrabit_log(1, "rebuild step '%s' failed somewhere (here: error %d): %s", step, err,
+                flag & FTRABIT_STEP_RETRYABLE ? "rebuilding again" : "giving up");
+    if (flag & FTRABIT_STEP_RETRYABLE) {
+        return MPI_ERR_PROC_FAILED;
+    }
+    return MPI_SUCCESS == err || ftrabit_is_process_failure(err) ? MPI_ERR_OTHER : err;
+}
+
+/* Start the replacements, as one step of `shrunk`. On failure the replacements that were
+ * started are abandoned: revoking their communicator ends their wait for the join record
+ * (ftrabit_join), which is sent only once the spawn held everywhere. */
+static int ftrabit_spawn_replacements(const ftrabit_state_t *st, MPI_Comm shrunk, int ndead,
+                                      MPI_Comm *inter)
+{
+    MPI_Info info;
+    int err;
+
+    MPI_Info_create(&info);
+    /* Replacements go where the dead ones were allowed to be: a full node must not stop
+     * them. */
+    MPI_Info_set(info, "map_by", ":OVERSUBSCRIBE");
+    int *errcodes = calloc((size_t) ndead, sizeof(int));
+    *inter = MPI_COMM_NULL;
+    err = MPI_Comm_spawn(ftrabit_program, ftrabit_program_argv, ndead, info, 0, shrunk, inter,
+                         errcodes);
+    MPI_Info_free(&info);
+    free(errcodes);
+    if (MPI_SUCCESS == err) {
+        MPI_Comm_set_errhandler(*inter, MPI_ERRORS_RETURN);
+    }
+    ftrabit_maybe_die_for_test(st, FTRABIT_TEST_STEP_MERGE);
+    err = ftrabit_step_agreed(shrunk, err, "spawn");
+    if (MPI_SUCCESS != err && MPI_COMM_NULL != *inter) {
+        MPIX_Comm_revoke(*inter);
+        MPI_Comm_free(inter);
+    }
+    return err;
+}
+
+/* Merge with the replacements and take the original rank order, as one step of the
+ * intercommunicator (survivors and replacements agree together). `err`: how the step
+ * started here (the survivors' rank 0 sends the join records first). */
+static int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, int err,
+                                           MPI_Comm *rebuilt)
+{
+    MPI_Comm merged = MPI_COMM_NULL;
+
+    *rebuilt = MPI_COMM_NULL;
+    if (MPI_SUCCESS == err) {
+        err = MPI_Intercomm_merge(inter, high, &merged);
+    }
+    if (MPI_SUCCESS == err) {
+        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+        err = MPI_Comm_split(merged, 0, key, rebuilt);
+    }
+    if (MPI_COMM_NULL != merged) {
+        MPI_Comm_free(&merged);
+    }
+    err = ftrabit_step_agreed(inter, err, "merge");
+    if (MPI_SUCCESS != err && MPI_COMM_NULL != *rebuilt) {
+        MPI_Comm_free(rebuilt);
+    }
+    return err;
+}
+
 /* Survivors: start a replacement for each dead original rank and build the communicator
  * in which everybody holds its original rank again. */
 static int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebuilt)
 {
     int *dead = NULL, ndead = 0, err, rank;
-    MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
-    MPI_Info info;
+    MPI_Comm inter;
 
+    *rebuilt = MPI_COMM_NULL;
     err = ftrabit_dead_ranks(st, shrunk, &dead, &ndead);
+    ftrabit_maybe_die_for_test(st, FTRABIT_TEST_STEP_SPAWN);
+    err = ftrabit_step_agreed(shrunk, err, "exchange of the dead ranks");
     if (MPI_SUCCESS != err) {
         free(dead);
         return err;
@@ -84,40 +208,23 @@ static int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebui
         free(dead);
         return MPI_Comm_dup(shrunk, rebuilt);
     }
-    MPI_Comm_rank(shrunk, &rank);
     ftrabit_log(1, "respawning %d process(es), first original rank %d", ndead, dead[0]);
     st->respawned += ndead;
 
-    MPI_Info_create(&info);
-    /* Replacements go where the dead ones were allowed to be: a full node must not stop
-     * them. */
-    MPI_Info_set(info, "map_by", ":OVERSUBSCRIBE");
-    int *errcodes = calloc((size_t) ndead, sizeof(int));
-    err = MPI_Comm_spawn(ftrabit_program, ftrabit_program_argv, ndead, info, 0, shrunk, &inter,
-                         errcodes);
-    MPI_Info_free(&info);
-    free(errcodes);
+    err = ftrabit_spawn_replacements(st, shrunk, ndead, &inter);
     if (MPI_SUCCESS != err) {
         free(dead);
         return err;
     }
-    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
-    if (0 == rank) {
-        for (int i = 0; i < ndead && MPI_SUCCESS == err; i++) {
-            ftrabit_join_t join = {.orig_rank = dead[i], .orig_size = st->orig_size};
-            err = MPI_Send(&join, sizeof(join), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
-        }
+    MPI_Comm_rank(shrunk, &rank);
+    for (int i = 0; 0 == rank && MPI_SUCCESS == err && i < ndead; i++) {
+        ftrabit_join_t join = {.orig_rank = dead[i], .orig_size = st->orig_size};
+        err = MPI_Send(&join, sizeof(join), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
     }
     free(dead);
-    if (MPI_SUCCESS == err) {
-        err = MPI_Intercomm_merge(inter, 0, &merged);
-    }
-    if (MPI_SUCCESS == err) {
-        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
-        err = MPI_Comm_split(merged, 0, st->orig_rank, rebuilt);
-    }
-    if (MPI_COMM_NULL != merged) {
-        MPI_Comm_free(&merged);
+    err = ftrabit_merge_with_replacements(inter, st->orig_rank, 0, err, rebuilt);
+    if (MPI_SUCCESS != err) {
+        MPIX_Comm_revoke(inter); /* replacements that merged: abandoned too */
     }
     MPI_Comm_free(&inter);
     return err;
@@ -200,29 +307,37 @@ static void ftrabit_watchdog_disarm(pthread_t thread)
     pthread_join(thread, NULL);
 }
 
+/* A replacement whose spawn or merge failed somewhere: the survivors revoked its
+ * communicator and start others. It has no state and holds no rank, so it leaves at once
+ * (its exit is, to the survivors, one more failed process of a communicator they left);
+ * returning an error to the application would only make it fail the job. */
+static void ftrabit_abandoned(int err)
+{
+    fprintf(stderr, "ftrabit: this replacement process was abandoned by the survivors (error "
+                    "%d: a failure while it was being started); they start another\n", err);
+    fflush(stderr);
+    _exit(0);
+}
+
 /* Receive who we replace, merge with the survivors and take the dead rank's place: the
  * new state owns the communicator in which it holds that rank. */
 static int ftrabit_join(MPI_Comm parent, ftrabit_state_t **state)
 {
     ftrabit_join_t join;
-    MPI_Comm merged, own = MPI_COMM_NULL;
+    MPI_Comm own = MPI_COMM_NULL;
     int err;
 
     *state = NULL;
     MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
     err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
-    if (MPI_SUCCESS == err) {
-        err = MPI_Intercomm_merge(parent, 1, &merged);
-    }
-    if (MPI_SUCCESS == err) {
-        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
-        err = MPI_Comm_split(merged, 0, join.orig_rank, &own);
-        MPI_Comm_free(&merged);
-    }
     if (MPI_SUCCESS != err) {
-        fprintf(stderr, "ftrabit: this replacement process could not join the survivors "
-                        "(error %d)\n", err);
-        return err;
+        ftrabit_abandoned(err);
+    }
+    /* The survivors send it only once the spawn held on all of them: from here on they
+     * take part in the merge step's agreement. */
+    err = ftrabit_merge_with_replacements(parent, join.orig_rank, 1, MPI_SUCCESS, &own);
+    if (MPI_SUCCESS != err) {
+        ftrabit_abandoned(err);
     }
     MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
     *state = ftrabit_state_new(own, join.orig_rank, join.orig_size);
@@ -250,19 +365,6 @@ static void ftrabit_adopt_shrunk_numbering(ftrabit_state_t *st)
     MPI_Comm_size(st->comm, &st->orig_size);
 }
 
-/* coll_ftrabit_test_kill_in_recovery: a failure in the middle of a recovery, on demand. */
-static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st)
-{
-    static int recoveries_seen;
-
-    if (st->orig_rank == ftrabit_settings.test_kill_in_recovery && 0 == recoveries_seen++
-        && FTR_ORIGIN_ORIGINAL == ftrabit_origin) {
-        fprintf(stderr, "ftrabit: original rank %d killing itself during recovery "
-                        "(coll_ftrabit_test_kill_in_recovery)\n", st->orig_rank);
-        fflush(stderr);
-        raise(SIGKILL);
-    }
-}
 
 /* The failed set is known and `present` holds the survivors (and the spares that took dead
  * ranks), in rank order: respawn what is missing, unless shrinking. `missing`: how many
@@ -277,7 +379,7 @@ static int ftrabit_complete_rebuild(ftrabit_state_t *st, MPI_Comm present, int m
 
     *rebuilt = MPI_COMM_NULL;
     MPI_Comm_set_errhandler(present, MPI_ERRORS_RETURN);
-    ftrabit_maybe_die_for_test(st);
+    ftrabit_maybe_die_for_test(st, FTRABIT_TEST_STEP_START);
     MPI_Comm_rank(present, &rank);
     st->announces_recovery = 0 == rank;
     if (*shrinking || 0 == missing) {

@@ -30,6 +30,8 @@ typedef struct ftrabit_planner {
     int *index_of;                    /* [orig_size]: rebuilt rank of an orig rank, or -1 */
     ftrabit_plan_version_t *versions; /* versions >= 1 survivors hold, newest first */
     int nversions;
+    uint64_t *lasts;                  /* survivors' last results (last_seq), sorted, distinct */
+    int nlasts;
     uint64_t target;
     uint64_t last_lost;               /* highest seq in [1, target] nobody alive keeps; 0: none */
     ftrabit_plan_t *plan;
@@ -52,11 +54,34 @@ static int ftrabit_plan_holds_version(const ftrabit_rank_state_t *st, int32_t ve
     return version >= 1 && (st->version == version || (st->has_prev && st->version - 1 == version));
 }
 
-static int ftrabit_plan_holds_result(const ftrabit_planner_t *p, int orig, uint64_t seq)
+/* Held as a keeper: within its cache range, where it kept every result it keeps. */
+static int ftrabit_plan_keeps_result(const ftrabit_planner_t *p, int orig, uint64_t seq)
 {
     const ftrabit_rank_state_t *st = ftrabit_plan_survivor(p, orig);
     return NULL != st && st->cache_lo <= seq && seq <= st->cache_hi
            && ftrabit_cache_is_keeper(seq, orig, p->orig_size, p->result_replicas);
+}
+
+static int ftrabit_plan_holds_result(const ftrabit_planner_t *p, int orig, uint64_t seq)
+{
+    const ftrabit_rank_state_t *st = ftrabit_plan_survivor(p, orig);
+    return NULL != st
+           && (ftrabit_plan_keeps_result(p, orig, seq) || (0 != seq && st->last_seq == seq));
+}
+
+/* Is `seq` some survivor's last result? */
+static int ftrabit_plan_is_a_last(const ftrabit_planner_t *p, uint64_t seq)
+{
+    int lo = 0, hi = p->nlasts;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (p->lasts[mid] < seq) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < p->nlasts && p->lasts[lo] == seq;
 }
 
 /* (a - b) mod n for an orig rank a and any seq b: how far b is behind a on the ring. */
@@ -79,6 +104,7 @@ static int ftrabit_plan_record_is_valid(const ftrabit_rank_state_t *st, int orig
     }
     if (st->version < 0 || (st->has_prev & ~1) || (st->has_prev && st->version < 1)
         || UINT64_MAX == st->completed_seq || st->ckpt_seq > st->completed_seq
+        || st->last_seq > st->completed_seq
         || (0 == st->version) != (0 == st->ckpt_seq)) {
         return 0;
     }
@@ -171,9 +197,11 @@ static int ftrabit_plan_compare_seqs(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The highest seq in [x, y] that no survivor whose cache covers all of [x, y] keeps, 0 if
- * none. Keeping is periodic in orig_size, so only the top orig_size seqs need a look, once
- * we know which residues mod orig_size are kept (cover, orig_size + 1 entries of room). */
+/* The highest seq in [x, y] (x >= 1) that no survivor whose cache covers all of [x, y]
+ * keeps and that is no survivor's last result, 0 if none. Keeping is periodic in
+ * orig_size: once we know which residues mod orig_size are kept (cover, orig_size + 1
+ * entries of room), the candidates are the highest seq of each residue that is not, going
+ * down past last results (each skips one candidate of one residue: few steps in all). */
 static uint64_t ftrabit_plan_last_lost_in(const ftrabit_planner_t *p, uint64_t x, uint64_t y,
                                           int *cover)
 {
@@ -197,19 +225,43 @@ static uint64_t ftrabit_plan_last_lost_in(const ftrabit_planner_t *p, uint64_t x
             cover[n]--;
         }
     }
-    if (p->all_keep) {
-        return any ? 0 : y;
+    if (p->all_keep && any) {
+        return 0;
     }
-    for (int i = 1; i < n; i++) {
+    for (int i = 1; i < n && !p->all_keep; i++) { /* all_keep: nobody covers any residue */
         cover[i] += cover[i - 1];
     }
-    uint64_t lowest = y - x >= (uint64_t) n ? y - (uint64_t) (n - 1) : x;
-    for (uint64_t s = y;; s--) {
-        if (0 == cover[s % (uint64_t) n]) {
-            return s;
+    uint64_t un = (uint64_t) n, lost = 0;
+    for (int res = 0; res < n; res++) {
+        uint64_t back = (y % un + un - (uint64_t) res) % un; /* y - back: res's highest */
+        if (0 != cover[res] || back > y - x) {
+            continue;
         }
-        if (s == lowest) {
-            return 0;
+        uint64_t s = y - back;
+        while (0 != s && ftrabit_plan_is_a_last(p, s)) {
+            s = s - x >= un ? s - un : 0;
+        }
+        if (s > lost) {
+            lost = s;
+        }
+    }
+    return lost;
+}
+
+/* The survivors' last results, sorted and distinct (room for `size` in p->lasts). */
+static void ftrabit_plan_collect_lasts(ftrabit_planner_t *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->size; i++) {
+        if (!p->states[i].replacement && 0 != p->states[i].last_seq) {
+            p->lasts[n++] = p->states[i].last_seq;
+        }
+    }
+    qsort(p->lasts, (size_t) n, sizeof(uint64_t), ftrabit_plan_compare_seqs);
+    p->nlasts = 0;
+    for (int i = 0; i < n; i++) {
+        if (0 == p->nlasts || p->lasts[p->nlasts - 1] != p->lasts[i]) {
+            p->lasts[p->nlasts++] = p->lasts[i];
         }
     }
 }
@@ -359,6 +411,14 @@ static int ftrabit_plan_add(ftrabit_planner_t *p, int kind, int from_orig, int t
     if (from_orig < 0) { /* no source: excluded by the checks before, never trusted blindly */
         return FTRABIT_PLAN_INVALID;
     }
+    ftrabit_transfer_t *prev = plan->nxfers > 0 ? &plan->xfers[plan->nxfers - 1] : NULL;
+    if (FTRABIT_XFER_RESULTS == kind && NULL != prev && FTRABIT_XFER_RESULTS == prev->kind
+        && prev->from == p->index_of[from_orig] && prev->to == p->index_of[to_orig]
+        && prev->hi + 1 == lo) {
+        /* A last result next to kept ones of the same source: one run. */
+        prev->hi = hi;
+        return FTRABIT_PLAN_OK;
+    }
     if (plan->nxfers >= plan->max_xfers) {
         return FTRABIT_PLAN_NOROOM;
     }
@@ -410,6 +470,9 @@ static uint64_t ftrabit_plan_run_end(const ftrabit_planner_t *p, int to, int sou
                                      uint64_t s, uint64_t b)
 {
     const ftrabit_rank_state_t *st = ftrabit_plan_survivor(p, source);
+    if (!ftrabit_plan_keeps_result(p, source, s)) {
+        return s; /* it holds s as its last result only */
+    }
     uint64_t end = b < st->cache_hi ? b : st->cache_hi;
     if (!p->all_keep) {
         uint64_t window_left = ftrabit_plan_ring_distance(source, s, p->orig_size);
@@ -418,9 +481,14 @@ static uint64_t ftrabit_plan_run_end(const ftrabit_planner_t *p, int to, int sou
         }
     }
     for (int d = 1; d < dist && end > s; d++) {
-        uint64_t takeover = ftrabit_plan_first_kept(p, (to + d) % p->orig_size, s + 1, end);
+        int nearer = (to + d) % p->orig_size;
+        uint64_t takeover = ftrabit_plan_first_kept(p, nearer, s + 1, end);
         if (0 != takeover) {
             end = takeover - 1;
+        }
+        const ftrabit_rank_state_t *other = ftrabit_plan_survivor(p, nearer);
+        if (NULL != other && s < other->last_seq && other->last_seq <= end) {
+            end = other->last_seq - 1; /* it holds that one as its last result */
         }
     }
     return end;
@@ -508,10 +576,15 @@ int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig
     plan->target_seq = 0;
     p.index_of = malloc((size_t) orig_size * sizeof(int));
     p.versions = malloc(2 * (size_t) size * sizeof(ftrabit_plan_version_t));
-    int rc = NULL == p.index_of || NULL == p.versions ? FTRABIT_PLAN_NOMEM : FTRABIT_PLAN_OK;
+    p.lasts = malloc((size_t) size * sizeof(uint64_t));
+    int rc = NULL == p.index_of || NULL == p.versions || NULL == p.lasts ? FTRABIT_PLAN_NOMEM
+                                                                          : FTRABIT_PLAN_OK;
 
     if (FTRABIT_PLAN_OK == rc) {
         rc = ftrabit_plan_map_ranks(&p);
+    }
+    if (FTRABIT_PLAN_OK == rc) {
+        ftrabit_plan_collect_lasts(&p);
     }
     if (FTRABIT_PLAN_OK == rc) {
         rc = ftrabit_plan_collect_versions(&p);
@@ -531,6 +604,7 @@ int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig
     }
     free(p.index_of);
     free(p.versions);
+    free(p.lasts);
     return rc;
 }
 

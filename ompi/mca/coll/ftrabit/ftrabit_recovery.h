@@ -16,6 +16,9 @@
  *   and the results of every collective since the checkpoint V-1 (or since the start).
  * - The result of collective `seq` is kept by ftrabit_cache_is_keeper(seq, orig_rank,
  *   orig_size, result_replicas) ranks, within [cache_lo, cache_hi] of their record.
+ *   Besides, every rank holds the result of the last collective it completed (last_seq),
+ *   keeper or not, as Rabit does: a result whose keepers all died (or had not completed
+ *   it) is still held by the survivors that completed it.
  * - Seqs start at 1. A checkpoint call has a seq like a collective, and its keepers cache
  *   an entry for it (a marker), so a range of results may span checkpoint calls.
  */
@@ -41,6 +44,8 @@ typedef struct ftrabit_rank_state {
     uint64_t prev_ckpt_seq;   /* ... of version V-1 (when has_prev) */
     uint64_t completed_seq;   /* last collective this rank completed */
     uint64_t cache_lo, cache_hi; /* results held, as keeper, for seqs in [lo, hi] (lo > hi: none) */
+    uint64_t last_seq;        /* a result held outside the keeper pattern: the last one this
+                                 rank completed (0: none); at most completed_seq */
 } ftrabit_rank_state_t;
 
 typedef enum {
@@ -85,10 +90,11 @@ enum {
  *   holds the global of V, some living ring successor holds its local replica of V (holders
  *   of orig rank r are orig ranks r+1..r+local_replicas on the ring of orig_size, holding
  *   their version and, if has_prev, version-1), and every result in (ckpt_seq(V), target]
- *   is kept by someone alive. V = 0 (no checkpoint) needs no global/local, only results
+ *   is held by someone alive. V = 0 (no checkpoint) needs no global/local, only results
  *   (0, target]. It gets GLOBAL, LOCAL (when V > 0) and RESULTS transfers.
  * - Sources are chosen deterministically, spreading the load: for each seq, the first
- *   eligible keeper in ring order after the receiver; consecutive seqs from the same
+ *   eligible holder (a keeper, or a rank whose last result it is) in ring order after the
+ *   receiver; consecutive seqs from the same
  *   source are merged into one RESULTS transfer. GLOBAL: the first survivor after the
  *   receiver holding that version; LOCAL: the first of its replica holders holding it.
  *   Rings and "first after" are in original ranks, never in the order of the records.

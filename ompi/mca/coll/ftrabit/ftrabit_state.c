@@ -132,6 +132,7 @@ void ftrabit_state_free(ftrabit_state_t *st)
     if (NULL == st) {
         return;
     }
+    ftrabit_last_result_release(st); /* a pool buffer lent to it */
     ftrabit_cache_fini(&st->results);
     ftrabit_bootstrap_fini(&st->bootstrap);
     free(st->global);
@@ -214,6 +215,8 @@ void ftrabit_read_settings(void)
                                                  s->recovery_fallback);
     s->test_kill_in_recovery = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_recovery",
                                                      s->test_kill_in_recovery);
+    s->test_kill_in_recovery_step = ftrabit_read_int_cvar(
+        "coll_ftrabit_test_kill_in_recovery_step", s->test_kill_in_recovery_step);
     s->test_kill_in_catch_up = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_catch_up",
                                                      s->test_kill_in_catch_up);
     s->spares = ftrabit_read_int_cvar("coll_ftrabit_spares", s->spares);
