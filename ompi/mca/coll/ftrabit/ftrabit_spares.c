@@ -86,8 +86,8 @@ int ftrabit_spares_active(void)
  * MPI's finalize releases the communicators left to it in index order, and one spanning
  * nodes that ran a collective of coll/han (every standby round's allgather and split) has
  * han sub-communicators that may come first; han's destructor then frees them again (seen
- * on 3 hosts, one rank killed, 2 spares: "corrupted double-linked list" in MPI_Finalize on
- * 3 of the 4 application processes, 2 runs of 2; MPI_Comm_free releases them in order). */
+ * on 3 hosts, one rank killed, 2 spares: "corrupted double-linked list" in MPI_Finalize in
+ * 3 processes, 2 runs of 2; MPI_Comm_free releases them in order). */
 static void ftrabit_standby_free(int keep_comm)
 {
     if (MPI_COMM_NULL != standby.comm && !keep_comm) {
