@@ -12,6 +12,8 @@
 #   spares   coll_ftrabit_spares 2: 4 application ranks, spares world 3 (h1) and 5 (h2);
 #            h2 holds application rank 3 and a spare; the spare on h1 takes rank 3 and
 #            redoes the iterations since the last checkpoint
+#   rank     the same spares, but only application rank 3's process (world 4, on h2) is
+#            killed: one process lost across hosts, h2 and its spare live on
 #   shrink   coll_ftrabit_recovery shrink: 6 application ranks, h2 holds ranks 4 and 5;
 #            the 4 survivors go on without them (a different answer, by design)
 #   none     no failure, 4 ranks: the time of one iteration (the slowest rank's "done
@@ -54,13 +56,23 @@ stats() {
         printf "%.3f %.3f %.3f %d\n", m, v[1], v[n], n }'
 }
 
+# world_pid HOST W: the process of MPI_COMM_WORLD rank W on HOST
+world_pid() {
+    local p
+    for p in $(cluster_pids "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" \
+            && { echo "$p"; return 0; }
+    done
+    return 1
+}
+
 # one_run METHOD REP: prints "METHOD REP seconds fingerprint ranks"
 one_run() {
-    local method=$1 rep=$2 base=$RAW/$1-r$2 marks tk="" job i np=6 opts=() holds=()
+    local method=$1 rep=$2 base=$RAW/$1-r$2 marks tk="" job i pid np=6 opts=() holds=()
     marks=$(mktemp -d)
     wait_quiet
     case $method in
-        spares) opts=(--mca coll_ftrabit_spares 2); holds=(--hold 3:$KILL_IT) ;;
+        spares | rank) opts=(--mca coll_ftrabit_spares 2); holds=(--hold 3:$KILL_IT) ;;
         shrink) opts=(--mca coll_ftrabit_recovery shrink); holds=(--hold 4:$KILL_IT --hold 5:$KILL_IT) ;;
         none) np=4 ;;
     esac
@@ -73,8 +85,14 @@ one_run() {
             [ "$(ls "$marks" | grep -c '^held-')" = "$((${#holds[@]} / 2))" ] && break
             sleep 0.05
         done
-        tk=$(now)
-        cluster_kill_host h2
+        if [ "$method" = rank ]; then
+            pid=$(world_pid h2 4)
+            tk=$(now)
+            kill -KILL "$pid"
+        else
+            tk=$(now)
+            cluster_kill_host h2
+        fi
     fi
     wait "$job" || say "$method rep $rep: exit $? (see $base.log)"
     rm -rf "$marks"
@@ -93,8 +111,8 @@ say "cluster $CLUSTER_ID up; $REPS repetitions, kill at iteration $KILL_IT, $POI
 results=$RAW/results.txt
 : >"$results"
 for ((rep = 1; rep <= REPS; rep++)); do
-    order=(spares shrink none)
-    ((rep % 2)) || order=(shrink spares none)
+    order=(spares rank shrink none)
+    ((rep % 2)) || order=(shrink rank spares none)
     for m in "${order[@]}"; do
         one_run "$m" "$rep" >>"$results"
         tail -n 1 "$results"
@@ -102,7 +120,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 echo
 echo "method   median   min     max     runs  (seconds: kill to every rank past iteration $KILL_IT; none: one iteration)"
-for m in spares shrink none; do
+for m in spares rank shrink none; do
     printf '%-8s %s\n' "$m" "$(awk -v m="$m" '$1 == m && $3 >= 0 { print $3 }' "$results" | stats)"
 done
 echo "runs started on a busy machine: $noisy_starts of $runs"
