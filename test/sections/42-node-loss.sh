@@ -124,7 +124,153 @@ node_loss_ftr_kmeans_shrinks() {
     grep -aq "on 4 ranks" "$log"
 }
 
+# ---- warm spares across a node loss (coll_ftrabit_spares, docs/spares.md) ----
+# ftr_kmeans on 3 hosts x 2 processes with warm spares; the spares are placed by
+# ftrabit_spare_plan.c (2 spares: world ranks 3 on h1 and 5 on h2; 4 spares: 1 on h0, 3 on
+# h1, 4 and 5 on h2). Each test holds an application rank at an iteration (--hold: it waits
+# there for its SIGKILL) so that a host dies at a known point whatever the machine's speed,
+# and ends bit-identical to the run without failures on the application's ranks.
+
+# spares_job LOG NP SPARES HOLDS...: start ftr_kmeans (--timeline, --hold each R:I of
+# HOLDS) with SPARES warm spares across the cluster, in the background; sets $job and
+# $marks (the holds' directory).
+spares_job() {
+    local log=$1 np=$2 spares=$3 h args=()
+    shift 3
+    marks=$(mktemp -d)
+    for h in "$@"; do args+=(--hold "$h"); done
+    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
+        --mca coll_ftrabit_spares "$spares" --mca coll_ftrabit_verbose 1 -np "$np" \
+        "$build/examples/ftr_kmeans" --timeline --kill-marks "$marks" "${args[@]}" \
+        </dev/null >"$log" 2>&1 &
+    job=$!
+}
+
+# spares_wait_held R: until application rank R holds (its mark), which is then removed so
+# that a later hold of the same rank can be waited for; 1 (job ended) if it never did.
+spares_wait_held() {
+    local i
+    for ((i = 0; i < ft_timeout_s * 10; i++)); do
+        [ -e "$marks/held-$1" ] && { rm -f "$marks/held-$1"; return 0; }
+        sleep 0.1
+    done
+    echo "application rank $1 never held"
+    kill "$job" 2>/dev/null
+    return 1
+}
+
+# spares_world_pid HOST W: the process of MPI_COMM_WORLD rank W, running on HOST.
+spares_world_pid() {
+    local p
+    for p in $(cluster_pids "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" \
+            && { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# spares_check LOG APP EXPECT WORLD...: after the job ($job), it ended without a hang,
+# mpirun reported each lost host, the centroids are those of the run without failures on
+# APP ranks (ft_run's reference, shared with it), and the replacements were EXPECT ("S
+# spare(s), R respawned"). WORLD: the world ranks that must reach the end, named if not.
+spares_check() {
+    local log=$1 app=$2 expect=$3 rc got w left="" ref_key
+    shift 3
+    wait "$job"
+    rc=$?
+    rm -rf "$marks"
+    grep -av '^timeline' "$log"
+    echo "job exit code $rc"
+    if grep -aq "^timeout: sending signal" "$log"; then
+        for w in "$@"; do
+            grep -aEq "world rank $w\] (final agreement reached|spare released)" "$log" \
+                || left="$left $w"
+        done
+        echo "HANG: world ranks that never finished:$left"
+        return 1
+    fi
+    ref_key="${launch[*]} ftr_kmeans $app "
+    if [ -z "${ft_reference[$ref_key]:-}" ]; then
+        ft_launch ftr_kmeans "$log.reference" "$app" ""
+        ft_reference[$ref_key]=$(ft_fingerprint "$log.reference")
+    fi
+    [ -n "${ft_reference[$ref_key]}" ] || { echo "the reference run did not finish"; cat "$log.reference"; return 1; }
+    got=$(ft_fingerprint "$log")
+    [ "$got" = "${ft_reference[$ref_key]}" ] \
+        || { echo "fingerprint ${got:-missing}, reference ${ft_reference[$ref_key]}"; return 1; }
+    grep -aq "on $app ranks" "$log" || { echo "did not finish on $app ranks"; return 1; }
+    [ "$(ft_takeovers "$log")" = "$expect" ] \
+        || { echo "expected $expect, got $(ft_takeovers "$log")"; return 1; }
+    [ "$rc" = 0 ] || { echo "mpirun exited with $rc"; return 1; }
+}
+
+# spares_lost HOST: mpirun said it lost HOST's daemon.
+spares_lost() {
+    grep -aq "lost daemon .* on node $1" "$log" || { echo "mpirun did not report losing $1"; return 1; }
+}
+
+# 2 spares (world 3 on h1, 5 on h2); h2 dies while application rank 3 (world 4, on h2)
+# holds at iteration 7: its rank and the spare beside it are gone at once; the spare on h1
+# takes rank 3. Hung before ftrabit_spares.c resolved every member (docs/spares.md).
+node_loss_spare_takes_over() {
+    local job marks log=$logs/cluster-node-loss-spare-takes-over.log
+    spares_job "$log" 6 2 3:7
+    spares_wait_held 3 || { wait "$job"; cat "$log"; return 1; }
+    cluster_kill_host h2 || return 1
+    spares_check "$log" 4 "1 spare(s), 0 respawned" 0 1 2 3 && spares_lost h2 \
+        && grep -aq "world rank 3\] spare takes the place of rank 3" "$log"
+}
+
+# 4 spares (1 on h0, 3 on h1, 4 and 5 on h2; application ranks 0 = world 0, 1 = world 2):
+# h2, spares only, dies once the job runs; nobody needs a spare then and the job goes on.
+# Then application rank 1 (world 2, on h1) is killed while it holds at iteration 20: the
+# spare beside it (world 3) takes it over.
+node_loss_spares_host_first() {
+    local job marks pid log=$logs/cluster-node-loss-spares-host-first.log
+    spares_job "$log" 6 4 1:20
+    cluster_when "$log" "^timeline rank [0-9]+ done 2 " "$ft_timeout_s" cluster_kill_host h2 \
+        || { kill "$job"; wait "$job"; cat "$log"; return 1; }
+    grep -aq "world rank 4\] waiting as a spare" "$log" && grep -aq "world rank 5\] waiting as a spare" "$log" \
+        || { echo "world ranks 4 and 5 were not the spares on h2"; kill "$job"; wait "$job"; cat "$log"; return 1; }
+    spares_wait_held 1 || { wait "$job"; cat "$log"; return 1; }
+    wait_for_file_text 30 "$log" "lost daemon .* on node h2" || { echo "h2's loss never reported"; kill "$job"; wait "$job"; cat "$log"; return 1; }
+    pid=$(spares_world_pid h1 2) || { echo "world rank 2 not found on h1"; kill "$job"; wait "$job"; cat "$log"; return 1; }
+    kill -KILL "$pid"
+    spares_check "$log" 2 "1 spare(s), 0 respawned" 0 1 3 && spares_lost h2 \
+        && grep -aq "world rank 3\] spare takes the place of rank 1" "$log"
+}
+
+# 4 spares as above; h1 dies while application rank 1 (world 2) holds at iteration 7: the
+# spare with most company left (world 4, on h2) takes rank 1; then h2 dies while rank 1
+# (now world 4) holds at iteration 14, with the last spare there: world 1, on h0, takes it.
+# Only h0 (mpirun's) is left.
+node_loss_two_hosts_one_after_the_other() {
+    local job marks log=$logs/cluster-node-loss-two-hosts.log
+    spares_job "$log" 6 4 1:7 1:14
+    spares_wait_held 1 || { wait "$job"; cat "$log"; return 1; }
+    cluster_kill_host h1 || return 1
+    spares_wait_held 1 || { wait "$job"; cat "$log"; return 1; }
+    cluster_kill_host h2 || return 1
+    spares_check "$log" 2 "2 spare(s), 0 respawned" 0 1 && spares_lost h1 && spares_lost h2 \
+        && grep -aq "world rank 4\] spare takes the place of rank 1" "$log" \
+        && grep -aq "world rank 1\] spare takes the place of rank 1" "$log"
+}
+
+# Spares across hosts without a node loss: application rank 3 (world 4, on h2) killed; the
+# spare beside it takes over, the other is left waiting. Each application process frees the
+# standby communicator at the end: left to MPI_Finalize, coll/han's sub-communicators of it
+# were freed twice ("corrupted double-linked list", then a hang: 2 runs of 2 before).
+spares_across_hosts() {
+    ft_expect="1 spare(s), 0 respawned"
+    in_cluster ft_run ftr_kmeans cluster/spares-kill-rank-on-h2 6 "3:7" --mca coll_ftrabit_spares 2
+    ft_expect=
+}
+
 in_cluster check cluster/node-loss/ulfm-runs-on node_loss_ulfm_runs_on
-in_cluster check cluster/node-loss/ftr-kmeans-shrinks node_loss_ftr_kmeans_shrinks
 in_cluster check cluster/node-loss/route-repaired node_loss_route_repaired
 in_cluster check cluster/node-loss/no-ulfm-ends-the-job node_loss_ends_a_job_without_ulfm
+in_cluster check cluster/node-loss/ftr-kmeans-shrinks node_loss_ftr_kmeans_shrinks
+in_cluster check cluster/node-loss/spare-takes-over node_loss_spare_takes_over
+in_cluster check cluster/node-loss/spares-host-lost-first node_loss_spares_host_first
+in_cluster check cluster/node-loss/two-hosts-one-after-the-other node_loss_two_hosts_one_after_the_other
+spares_across_hosts

@@ -39,12 +39,20 @@ void ftrabit_log(int level, const char *fmt, ...)
     if (initialized && !finalized) {
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     }
+    /* One write per line: stderr is unbuffered, and the lines of processes sharing a pipe
+     * to the launcher were seen cut in two by another's when written in three parts. */
+    char line[1024];
+    int len = snprintf(line, sizeof(line), "[ftrabit pid %d world rank %d] ", (int) getpid(),
+                       rank);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "[ftrabit pid %d world rank %d] ", (int) getpid(), rank);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    len += vsnprintf(line + len, sizeof(line) - (size_t) len - 1, fmt, ap);
     va_end(ap);
+    if (len > (int) sizeof(line) - 2) {
+        len = (int) sizeof(line) - 2; /* truncated */
+    }
+    line[len] = '\n';
+    fwrite(line, 1, (size_t) len + 1, stderr);
 }
 
 int ftrabit_is_process_failure(int err)

@@ -75,13 +75,19 @@ int ftrabit_spares_active(void)
     return MPI_COMM_NULL != standby.comm && standby.spares_left > 0;
 }
 
-/* keep_comm: at the end of the job the communicator is left to MPI_Finalize instead. Every
- * application process sends each spare a release and a spare receives only one of them;
- * the others may still arrive after a free. Open MPI's ob1 keeps messages for a context id
- * that has no communicator and delivers them to the next communicator that gets the id:
- * the one MPI_Finalize builds itself (ULFM shrinks MPI_COMM_WORLD and runs a barrier on
- * the result), whose matching they would then throw out of step (seen: a hang in that
- * barrier in 3 runs of 8 when a spare had died). */
+/* keep_comm: at the end of the job a spare leaves the communicator to MPI_Finalize instead.
+ * Every application process sends each spare a release and a spare receives only one of
+ * them; the others may still arrive after a free. Open MPI's ob1 keeps messages for a
+ * context id that has no communicator and delivers them to the next communicator that gets
+ * the id: the one MPI_Finalize builds itself (ULFM shrinks MPI_COMM_WORLD and runs a
+ * barrier on the result), whose matching they would then throw out of step (seen: a hang
+ * in that barrier in 3 runs of 8 when a spare had died).
+ * An application process receives nothing on it after the releases and frees it: Open
+ * MPI's finalize releases the communicators left to it in index order, and one spanning
+ * nodes that ran a collective of coll/han (every standby round's allgather and split) has
+ * han sub-communicators that may come first; han's destructor then frees them again (seen
+ * on 3 hosts, one rank killed, 2 spares: "corrupted double-linked list" in MPI_Finalize in
+ * 3 processes, 2 runs of 2; MPI_Comm_free releases them in order). */
 static void ftrabit_standby_free(int keep_comm)
 {
     if (MPI_COMM_NULL != standby.comm && !keep_comm) {
@@ -110,6 +116,39 @@ static int ftrabit_host_key(int *key)
     }
     err = MPI_Allreduce(&wrank, key, 1, MPI_INT, MPI_MIN, node);
     MPI_Comm_free(&node);
+    return err;
+}
+
+/* Make this process know every member of `comm` by name, so that the death of any of them,
+ * once reported, is seen by ULFM's agreement on this communicator or on any made from it.
+ *
+ * Open MPI (mpi_add_procs_cutoff 0, the default) keeps a placeholder instead of a process
+ * object for each process on another node until something is first sent to it, and a
+ * failure report does not replace it (comm_ft.c, ompi_comm_set_rank_failed, does only in
+ * debug builds). The agreement inside MPIX_Comm_shrink and MPIX_Comm_agree (coll/ftagree)
+ * takes such a placeholder for a live process: a member of a tree branch that holds a dead
+ * process on another node it never sent to waits for it for ever. A spare sends to nobody
+ * until recovery, and the standby communicator holds the whole job: when a node was lost,
+ * whoever had not yet sent to one of its spares hung in the standby round's shrink (3 hosts,
+ * h2 lost with an application rank and a spare). A persistent send made and freed at once
+ * has the PML look each member up, which creates its process object, without sending
+ * anything or opening a connection; communicators split or shrunk from `comm` copy them. */
+static int ftrabit_know_every_member(MPI_Comm comm)
+{
+    int me, n, err = MPI_SUCCESS;
+
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    for (int r = 0; r < n && MPI_SUCCESS == err; r++) {
+        MPI_Request req;
+        if (r == me) {
+            continue;
+        }
+        err = MPI_Send_init(NULL, 0, MPI_BYTE, r, FTRABIT_TAG_STANDBY, comm, &req);
+        if (MPI_SUCCESS == err) {
+            err = MPI_Request_free(&req);
+        }
+    }
     return err;
 }
 
@@ -269,7 +308,10 @@ static int ftrabit_spares_setup(int wrank, int wsize, int *app_rank, MPI_Comm *o
     if (!hosts || !standby.held || !standby.last_host) {
         return MPI_ERR_NO_MEM;
     }
-    err = ftrabit_host_key(&standby.my_host);
+    err = ftrabit_know_every_member(MPI_COMM_WORLD);
+    if (MPI_SUCCESS == err) {
+        err = ftrabit_host_key(&standby.my_host);
+    }
     if (MPI_SUCCESS == err) {
         err = MPI_Allgather(&standby.my_host, 1, MPI_INT, hosts, 1, MPI_INT, MPI_COMM_WORLD);
     }
@@ -353,7 +395,7 @@ void ftrabit_spares_release(void)
             MPI_Request_free(&req);
         }
     }
-    ftrabit_standby_free(1);
+    ftrabit_standby_free(0);
 }
 
 /* ---- the standby round ------------------------------------------------------------------ */
