@@ -23,6 +23,8 @@ mkdir -p "$build"
 cd "$build"
 if [ ! -f Makefile ] || ! grep -q "^OMPI_PREFIX = $OMPI_PREFIX\$" Makefile; then
     say "configure against $OMPI_PREFIX"
+    # objects and programs linked against another Open MPI (their run path names it) go
+    if [ -f Makefile ]; then make clean >/dev/null 2>&1 || true; fi
     "$src/configure" --with-ompi="$OMPI_PREFIX" --with-ompi-src="$OMPI_SRC" \
         --prefix="$build/stage" >configure.log 2>&1 || { tail -n 30 configure.log >&2; exit 1; }
 fi

@@ -222,15 +222,9 @@ in_cluster mpi cluster/allreduce-3-hosts 6 pass test/mpi/coll_allreduce "${FT[@]
 in_cluster mpi cluster/dr2-p2p-2-hosts 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}" \
     --host "$(cluster_hosts_arg 1 2)"
 in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
-# coll/ftrabit recovers a rank killed on h1 (ranks 2 and 3 live there) under the shrink
-# policy. Not in CI: respawn across hosts. MPI_Comm_spawn's connect across nodes misreads
-# its release in the bundled PRRTE (connect_release, pmix_server_dyn.c:1048/1079) and
-# corrupts mpirun's heap now and then: one respawn across hosts crashed mpirun in 3 of 31
-# runs, a second recovery (kills "2:7 5:12") never ended (docs/node-loss.md,
-# docs/cluster.md "Found with the cluster"). OMPIRES_CLUSTER_RESPAWN=1 runs it.
+# coll/ftrabit recovers a rank killed on h1 (ranks 2 and 3 live there), by respawn (the
+# replacement is spawned across hosts: Open MPI patch 0003) and by shrink; then ranks of h1
+# and h2 one after the other (two spawned jobs on a multi-node communicator: patch 0004).
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1-shrink 6 "3:7" --mca coll_ftrabit_recovery shrink
-if [ "${OMPIRES_CLUSTER_RESPAWN:-0}" = 1 ]; then
-    in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
-elif selected cluster/kill-rank-on-h1-respawn; then
-    skip cluster/kill-rank-on-h1-respawn "MPI_Comm_spawn across hosts crashes mpirun now and then (PRRTE 3.0 connect_release; docs/node-loss.md); OMPIRES_CLUSTER_RESPAWN=1 runs it"
-fi
+in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
+in_cluster ft_run ftr_kmeans cluster/kill-ranks-on-h1-then-h2 6 "2:7 5:12"

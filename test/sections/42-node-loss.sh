@@ -106,9 +106,21 @@ node_loss_ftr_kmeans() {
     grep -aq "lost daemon .* on node h2" "$log" || { echo "mpirun did not report the lost daemon"; return 1; }
 }
 
-# (ftr_kmeans's default recovery, respawn, is not tested across hosts: MPI_Comm_spawn's
-# connect across nodes corrupts mpirun's heap in the bundled PRRTE, with or without a node
-# loss - docs/node-loss.md, scripts/ompi-patches-drafts/0003-*.patch.)
+# ftr_kmeans under its default policy, respawn: the two replacements are spawned onto the
+# live hosts (h2 is down: PRRTE maps nothing there) and the job ends with the centroids of
+# a run without failures (Open MPI patches 0002-0004).
+node_loss_ftr_kmeans_respawns() {
+    local rc timed_out got reference log=$logs/cluster-node-loss-ftr-kmeans-respawn.log
+    run_timed "$ft_timeout_s" "$log.reference" "${mpirun[@]}" --with-ft ulfm -np 6 \
+        "$build/examples/ftr_kmeans"
+    reference=$(ft_fingerprint "$log.reference")
+    [ -n "$reference" ] || { echo "the run without failures did not finish"; cat "$log.reference"; return 1; }
+    node_loss_ftr_kmeans "$log" || return 1
+    got=$(ft_fingerprint "$log")
+    [ "$got" = "$reference" ] || { echo "fingerprint ${got:-missing}, run without failures $reference"; return 1; }
+    [ "$(grep -ac "replacement starts" "$log")" = 2 ] || { echo "expected 2 replacements"; return 1; }
+}
+
 # ftr_kmeans under the shrink policy: it ends on the 4 survivors with the centroids of a
 # one-host run whose ranks 4 and 5 die at the same point.
 node_loss_ftr_kmeans_shrinks() {
@@ -270,6 +282,7 @@ in_cluster check cluster/node-loss/ulfm-runs-on node_loss_ulfm_runs_on
 in_cluster check cluster/node-loss/route-repaired node_loss_route_repaired
 in_cluster check cluster/node-loss/no-ulfm-ends-the-job node_loss_ends_a_job_without_ulfm
 in_cluster check cluster/node-loss/ftr-kmeans-shrinks node_loss_ftr_kmeans_shrinks
+in_cluster check cluster/node-loss/ftr-kmeans-respawns node_loss_ftr_kmeans_respawns
 in_cluster check cluster/node-loss/spare-takes-over node_loss_spare_takes_over
 in_cluster check cluster/node-loss/spares-host-lost-first node_loss_spares_host_first
 in_cluster check cluster/node-loss/two-hosts-one-after-the-other node_loss_two_hosts_one_after_the_other
