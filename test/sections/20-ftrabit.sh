@@ -266,6 +266,16 @@ ft result-replicas-2/140-collectives-behind 6 "1:70" --mca coll_ftrabit_result_r
 # rank holds its last result until its next collective) and serve it to the replacements;
 # recovery used to be "not possible".
 ft result-replicas-2/keepers-of-last-bcast-die 6 "3:6 4:6" --mca coll_ftrabit_result_replicas 2
+# A broadcast waits for nobody: ranks can complete an allreduce and the broadcast after it
+# while the allreduce's keepers are still inside it, so every rank holds the results since
+# the last allreduce it completed, not only its last one. Seen under load with the kills
+# above (about 1 run in 5): ranks 2 and 3, the keepers of collective 14 (iteration 5's
+# allreduce), still inside it while 0, 1 and 5 had completed it and broadcast 15; holding
+# only 15, nobody had 14. The same holdings, deterministically: 2 and 3 die after 15, so
+# 14's keepers are gone and only the survivors that completed 14 and 15 hold it; recovery
+# used to be "not possible".
+ft result-replicas-2/keepers-of-allreduce-before-last-bcast-die 6 "2:6 3:6" \
+    --mca coll_ftrabit_result_replicas 2
 ft shrink/kill-one 4 "1:7" --mca coll_ftrabit_recovery shrink
 ft shrink/kill-rank0-then-one 5 "0:4 2:9:before-bcast" --mca coll_ftrabit_recovery shrink
 # The root finishes its broadcast and reaches FTR_Checkpoint's agreement while the others

@@ -242,7 +242,8 @@ static int ftrabit_register(void)
                  "FTR_* collectives: how many ranks keep each result until the next checkpoint, "
                  "to serve ranks that replay (0: every rank; fewer bounds memory, but results are "
                  "lost if all their keepers, consecutive ranks, fail together before the next "
-                 "collective: every rank also holds its last result until its next collective)",
+                 "allreduce: every rank also holds the results since the last allreduce it "
+                 "completed, usually just its last one)",
                  OPAL_INFO_LVL_5, &c->result_replicas);
 
     c->result_pool_mib = -1;

@@ -284,40 +284,63 @@ static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, void *buf,
     return 1;
 }
 
-/* ---- the last result -----------------------------------------------------------------
- * Rabit's rule: a rank holds the result of its last collective until its next one
- * completes, whether it keeps that result or not. When every keeper of a result dies
- * right after it, or a keeper is still inside the call that others completed, the result
- * lives on in the survivors that completed it: the catch-up takes it from them. A keeper
- * holds it in the cache already; everyone keeping everything holds no last result. */
+/* ---- held results ----------------------------------------------------------------------
+ * Rabit's rule, for allreduce and broadcast alike: a rank holds the result of its last
+ * collective, keeper or not, so that a result whose keepers all died right after it, or
+ * are still inside the call that others completed, lives on in the survivors that
+ * completed it. Holding only the very last one is not enough here: a broadcast does not
+ * wait for everybody, so ranks can complete an allreduce and the broadcasts after it
+ * while its keepers are still inside that allreduce (seen under load: both keepers of
+ * collective 14 still in it while the others completed broadcast 15, gone on to 16 and
+ * dropped 14). An allreduce does wait for everybody: once one completes here, every rank
+ * has completed all before it, and no survivor needs them any more. So a rank holds every
+ * result since the last allreduce it completed; a keeper's are in the cache already. */
 
-void ftrabit_last_result_release(ftrabit_state_t *st)
+void ftrabit_held_restart(ftrabit_state_t *st, uint64_t from)
 {
-    ftrabit_cache_return_slot(&st->results, &st->last_slot); /* if still held here */
-    st->last_seq = 0;
-    st->last_len = 0;
+    for (int i = 0; i < st->nheld; i++) {
+        ftrabit_cache_return_slot(&st->results, &st->held[i].slot); /* if still held here */
+    }
+    st->nheld = 0;
+    st->held_from = from;
+    if (0 == from) {
+        free(st->held);
+        st->held = NULL;
+        st->held_room = 0;
+    }
 }
 
-/* `slot` (its first `len` bytes) becomes the last result, of `seq`. */
-static void ftrabit_last_result_hold(ftrabit_state_t *st, uint64_t seq, ftrabit_slot_t *slot,
-                                     size_t len)
+/* `slot` (its first `len` bytes) is the result of `seq`, which this rank does not keep. */
+static void ftrabit_held_add(ftrabit_state_t *st, uint64_t seq, ftrabit_slot_t *slot, size_t len)
 {
-    ftrabit_last_result_release(st);
-    st->last_slot = *slot;
-    st->last_len = len;
-    st->last_seq = seq;
+    if (st->nheld == st->held_room) {
+        int room = st->held_room ? 2 * st->held_room : 4;
+        ftrabit_held_result_t *more = realloc(st->held, (size_t) room * sizeof(*more));
+        if (NULL == more) { /* out of memory: hold nothing up to here */
+            ftrabit_cache_return_slot(&st->results, slot);
+            ftrabit_held_restart(st, seq + 1);
+            return;
+        }
+        st->held = more;
+        st->held_room = room;
+    }
+    st->held[st->nheld++] = (ftrabit_held_result_t){.seq = seq, .len = len, .slot = *slot};
     slot->data = NULL;
     slot->capacity = 0;
 }
 
-uint64_t ftrabit_last_result_offer(ftrabit_state_t *st)
+int ftrabit_held_offer(ftrabit_state_t *st, uint64_t *lo, uint64_t *hi)
 {
-    if (0 != st->last_seq && NULL != st->last_slot.data
-        && FTRABIT_CACHE_OK != ftrabit_cache_put_slot(&st->results, st->last_seq,
-                                                      &st->last_slot, st->last_len)) {
-        st->last_seq = 0; /* the slot went back to the pool */
+    for (int i = 0; i < st->nheld; i++) {
+        ftrabit_held_result_t *h = &st->held[i];
+        if (NULL != h->slot.data
+            && FTRABIT_CACHE_OK != ftrabit_cache_put_slot(&st->results, h->seq, &h->slot, h->len)) {
+            st->held_from = h->seq + 1; /* the slot went back to the pool */
+        }
     }
-    return st->last_seq;
+    *lo = st->held_from;
+    *hi = st->completed_seq;
+    return 0 != *lo && *lo <= *hi;
 }
 
 /* A copy of a result made in the user's buffer, packed straight into a pool buffer; 0 if
@@ -348,32 +371,33 @@ static int ftrabit_copy_result(ftrabit_state_t *st, const void *buf, const ftrab
 }
 
 /* After a successful run: the result into the user's buffer, and into the cache (a
- * keeper) or held as the last result (anyone else). */
+ * keeper) or among the held results (anyone else). */
 static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf,
                                     const ftrabit_call_t *call, ftrabit_result_t *r)
 {
     ftrabit_slot_t copy = {NULL, 0};
     size_t len;
 
+    if (!call->is_bcast) {
+        ftrabit_held_restart(st, seq); /* every rank completed the collectives before it */
+    }
     if (r->direct) {
         memcpy(buf, r->slot.data, r->len);
         if (r->keeper) {
             (void) ftrabit_cache_put_slot(&st->results, seq, &r->slot, r->len);
-            ftrabit_last_result_release(st);
         } else {
-            ftrabit_last_result_hold(st, seq, &r->slot, r->len);
+            ftrabit_held_add(st, seq, &r->slot, r->len);
         }
         return;
     }
     if (!ftrabit_copy_result(st, buf, call, &copy, &len)) {
-        ftrabit_last_result_release(st); /* an older result is no longer the last one */
+        ftrabit_held_restart(st, seq + 1); /* this one is not held: nothing up to it is */
         return;
     }
     if (r->keeper) {
         (void) ftrabit_cache_put_slot(&st->results, seq, &copy, len);
-        ftrabit_last_result_release(st);
     } else {
-        ftrabit_last_result_hold(st, seq, &copy, len);
+        ftrabit_held_add(st, seq, &copy, len);
     }
 }
 

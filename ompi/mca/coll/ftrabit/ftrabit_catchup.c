@@ -28,8 +28,11 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
     uint64_t lo = 1, hi = 0;
 
     memset(rec, 0, sizeof(*rec));
-    /* Into the cache first, so that a RESULTS transfer finds it there. */
-    rec->last_seq = st->replacement ? 0 : ftrabit_last_result_offer(st);
+    /* Into the cache first, so that a RESULTS transfer finds them there. */
+    if (st->replacement || !ftrabit_held_offer(st, &rec->held_lo, &rec->held_hi)) {
+        rec->held_lo = 1;
+        rec->held_hi = 0;
+    }
     rec->orig_rank = st->orig_rank;
     rec->replacement = st->replacement;
     rec->version = st->version;
@@ -42,6 +45,20 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
     } else {
         rec->cache_lo = 1;
         rec->cache_hi = 0;
+    }
+}
+
+/* The records a failed plan was made from, for its diagnosis (coll_ftrabit_verbose). */
+static void ftrabit_log_records(const ftrabit_rank_state_t *all, int size)
+{
+    for (int r = 0; r < size; r++) {
+        const ftrabit_rank_state_t *x = &all[r];
+        ftrabit_log(1, "record %d: orig rank %d%s, version %d (seq %llu), completed %llu, "
+                       "keeps [%llu, %llu], holds [%llu, %llu]", r, (int) x->orig_rank,
+                    x->replacement ? " (replacement)" : "", (int) x->version,
+                    (unsigned long long) x->ckpt_seq, (unsigned long long) x->completed_seq,
+                    (unsigned long long) x->cache_lo, (unsigned long long) x->cache_hi,
+                    (unsigned long long) x->held_lo, (unsigned long long) x->held_hi);
     }
 }
 
@@ -345,6 +362,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
     if (FTRABIT_PLAN_OK != rc) {
         if (0 == rank) { /* every rank computed the same plan: one message is enough */
             fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+            ftrabit_log_records(all, size);
         }
         *plan_failed = 1;
         err = MPI_ERR_OTHER;
@@ -429,6 +447,8 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         st->restart_version = st->version;
         st->ckpt_seq = plan.restart_seq[rank];
         st->completed_seq = plan.restart_seq[rank];
+        /* What it replays from here on is in its cache: it holds it as it goes. */
+        ftrabit_held_restart(st, st->completed_seq + 1);
     }
     if (plan.target_seq > st->served_until) {
         st->served_until = plan.target_seq;

@@ -106,7 +106,7 @@ static void ftrabit_commit(ftrabit_state_t *st, uint64_t seq, const void *global
     st->ckpt_seq = seq;
     st->completed_seq = seq;
     /* Nobody restarts before this version any more. */
-    ftrabit_last_result_release(st);
+    ftrabit_held_restart(st, seq + 1);
     ftrabit_cache_drop_through(&st->results, seq);
 }
 

@@ -53,6 +53,13 @@ typedef struct {
     void *data;
 } ftrabit_replica_t;
 
+/* A result this process holds without keeping it (see ftrabit_held_restart). */
+typedef struct ftrabit_held_result {
+    uint64_t seq;
+    size_t len;
+    ftrabit_slot_t slot;
+} ftrabit_held_result_t;
+
 typedef struct ftrabit_state {
     MPI_Comm comm;             /* ours: the FTR collectives, agreements and rebuilds run on it */
     MPI_Comm app_comm;         /* the duplicate the application holds; MPI_COMM_NULL once the
@@ -62,9 +69,10 @@ typedef struct ftrabit_state {
     uint64_t completed_seq;    /* last collective completed by this process */
     uint64_t served_until;     /* results up to here are in the cache for replay */
     ftrabit_cache_t results;   /* results since the last checkpoint, and replay results */
-    ftrabit_slot_t last_slot;  /* the last result, held by a rank that does not keep it */
-    size_t last_len;           /* (ftrabit_api.c): its bytes, its seq (0: none); the slot */
-    uint64_t last_seq;         /* is empty once offered to the catch-up (then cached) */
+    ftrabit_held_result_t *held; /* results since held_from that it does not keep, in seq */
+    int nheld, held_room;        /* order (ftrabit_api.c); a slot is empty once offered to */
+    uint64_t held_from;          /* the catch-up (then cached). Every result in [held_from, */
+                                 /* completed_seq] is held: here, or in the cache */
     ftrabit_bootstrap_t bootstrap;
     int bootstrap_over;        /* this process called FTR_Load_checkpoint or FTR_Checkpoint on
                                   it: bootstrap calls are refused from then on (ftrabit_api.c) */
@@ -115,12 +123,14 @@ void ftrabit_read_settings(void);
  * alike (ftrabit_datatype.c). */
 int ftrabit_type_signature(MPI_Datatype type, uint64_t *digest);
 
-/* The result of this process's last collective, held until its next one completes
- * whether this process keeps it or not (ftrabit_api.c). Release: at a checkpoint (nobody
- * restarts before it) and when the state is freed. Offer: move it into the cache for a
- * catch-up to send; returns its seq, 0 if none. */
-void ftrabit_last_result_release(ftrabit_state_t *st);
-uint64_t ftrabit_last_result_offer(ftrabit_state_t *st);
+/* The results this process holds whether it keeps them or not (ftrabit_api.c): every one
+ * since the last allreduce it completed (Rabit holds the last result; broadcasts after it
+ * are held too, since a broadcast does not wait for everybody). Restart: hold nothing
+ * before `from` (an allreduce completed: its seq; a checkpoint committed, or a replacement
+ * caught up to it: the seq after it; 0: free everything). Offer: move them into the cache
+ * for a catch-up to send; returns 1 and the range held, [*lo, *hi], if there is one. */
+void ftrabit_held_restart(ftrabit_state_t *st, uint64_t from);
+int ftrabit_held_offer(ftrabit_state_t *st, uint64_t *lo, uint64_t *hi);
 
 /* Is this error code one that recovery can handle? */
 int ftrabit_is_process_failure(int err);

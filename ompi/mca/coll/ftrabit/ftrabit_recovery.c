@@ -30,10 +30,8 @@ typedef struct ftrabit_planner {
     int *index_of;                    /* [orig_size]: rebuilt rank of an orig rank, or -1 */
     ftrabit_plan_version_t *versions; /* versions >= 1 survivors hold, newest first */
     int nversions;
-    uint64_t *lasts;                  /* survivors' last results (last_seq), sorted, distinct */
-    int nlasts;
     uint64_t target;
-    uint64_t last_lost;               /* highest seq in [1, target] nobody alive keeps; 0: none */
+    uint64_t last_lost;               /* highest seq in [1, target] nobody alive holds; 0: none */
     ftrabit_plan_t *plan;
 } ftrabit_planner_t;
 
@@ -62,26 +60,22 @@ static int ftrabit_plan_keeps_result(const ftrabit_planner_t *p, int orig, uint6
            && ftrabit_cache_is_keeper(seq, orig, p->orig_size, p->result_replicas);
 }
 
+/* Does it hold results since the last allreduce it completed (held_lo 0: none)? */
+static int ftrabit_plan_has_held_range(const ftrabit_rank_state_t *st)
+{
+    return 0 != st->held_lo && st->held_lo <= st->held_hi;
+}
+
+static int ftrabit_plan_held_range_has(const ftrabit_rank_state_t *st, uint64_t seq)
+{
+    return ftrabit_plan_has_held_range(st) && st->held_lo <= seq && seq <= st->held_hi;
+}
+
 static int ftrabit_plan_holds_result(const ftrabit_planner_t *p, int orig, uint64_t seq)
 {
     const ftrabit_rank_state_t *st = ftrabit_plan_survivor(p, orig);
     return NULL != st
-           && (ftrabit_plan_keeps_result(p, orig, seq) || (0 != seq && st->last_seq == seq));
-}
-
-/* Is `seq` some survivor's last result? */
-static int ftrabit_plan_is_a_last(const ftrabit_planner_t *p, uint64_t seq)
-{
-    int lo = 0, hi = p->nlasts;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (p->lasts[mid] < seq) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo < p->nlasts && p->lasts[lo] == seq;
+           && (ftrabit_plan_keeps_result(p, orig, seq) || ftrabit_plan_held_range_has(st, seq));
 }
 
 /* (a - b) mod n for an orig rank a and any seq b: how far b is behind a on the ring. */
@@ -104,7 +98,7 @@ static int ftrabit_plan_record_is_valid(const ftrabit_rank_state_t *st, int orig
     }
     if (st->version < 0 || (st->has_prev & ~1) || (st->has_prev && st->version < 1)
         || UINT64_MAX == st->completed_seq || st->ckpt_seq > st->completed_seq
-        || st->last_seq > st->completed_seq
+        || (ftrabit_plan_has_held_range(st) && st->held_hi > st->completed_seq)
         || (0 == st->version) != (0 == st->ckpt_seq)) {
         return 0;
     }
@@ -198,15 +192,21 @@ static int ftrabit_plan_compare_seqs(const void *a, const void *b)
 }
 
 /* The highest seq in [x, y] (x >= 1) that no survivor whose cache covers all of [x, y]
- * keeps and that is no survivor's last result, 0 if none. Keeping is periodic in
- * orig_size: once we know which residues mod orig_size are kept (cover, orig_size + 1
- * entries of room), the candidates are the highest seq of each residue that is not, going
- * down past last results (each skips one candidate of one residue: few steps in all). */
+ * keeps and no survivor's held range has, 0 if none. [x, y] lies in or out of each held
+ * range (the segments are cut at their ends), so one holding all of it settles it. Keeping
+ * is periodic in orig_size: once we know which residues mod orig_size are kept (cover,
+ * orig_size + 1 entries of room), the candidates are the highest seq of each residue. */
 static uint64_t ftrabit_plan_last_lost_in(const ftrabit_planner_t *p, uint64_t x, uint64_t y,
                                           int *cover)
 {
     int n = p->orig_size, r = p->result_replicas, any = 0;
     memset(cover, 0, (size_t) (n + 1) * sizeof(int));
+    for (int o = 0; o < n; o++) {
+        const ftrabit_rank_state_t *st = ftrabit_plan_survivor(p, o);
+        if (NULL != st && ftrabit_plan_held_range_has(st, x) && ftrabit_plan_held_range_has(st, y)) {
+            return 0;
+        }
+    }
     for (int o = 0; o < n; o++) {
         const ftrabit_rank_state_t *st = ftrabit_plan_survivor(p, o);
         if (NULL == st || st->cache_lo > x || st->cache_hi < y) {
@@ -238,9 +238,6 @@ static uint64_t ftrabit_plan_last_lost_in(const ftrabit_planner_t *p, uint64_t x
             continue;
         }
         uint64_t s = y - back;
-        while (0 != s && ftrabit_plan_is_a_last(p, s)) {
-            s = s - x >= un ? s - un : 0;
-        }
         if (s > lost) {
             lost = s;
         }
@@ -248,33 +245,15 @@ static uint64_t ftrabit_plan_last_lost_in(const ftrabit_planner_t *p, uint64_t x
     return lost;
 }
 
-/* The survivors' last results, sorted and distinct (room for `size` in p->lasts). */
-static void ftrabit_plan_collect_lasts(ftrabit_planner_t *p)
-{
-    int n = 0;
-    for (int i = 0; i < p->size; i++) {
-        if (!p->states[i].replacement && 0 != p->states[i].last_seq) {
-            p->lasts[n++] = p->states[i].last_seq;
-        }
-    }
-    qsort(p->lasts, (size_t) n, sizeof(uint64_t), ftrabit_plan_compare_seqs);
-    p->nlasts = 0;
-    for (int i = 0; i < n; i++) {
-        if (0 == p->nlasts || p->lasts[p->nlasts - 1] != p->lasts[i]) {
-            p->lasts[p->nlasts++] = p->lasts[i];
-        }
-    }
-}
-
-/* Split [1, target] where some survivor's cache range starts or ends; within a segment the
- * set of covering survivors is fixed. Scan the segments from the top. */
+/* Split [1, target] where some survivor's cache range or held range starts or ends; within
+ * a segment the set of covering survivors is fixed. Scan the segments from the top. */
 static int ftrabit_plan_find_last_lost(ftrabit_planner_t *p)
 {
     p->last_lost = 0;
     if (0 == p->target) {
         return FTRABIT_PLAN_OK;
     }
-    uint64_t *bounds = malloc((2 * (size_t) p->size + 2) * sizeof(uint64_t));
+    uint64_t *bounds = malloc((4 * (size_t) p->size + 2) * sizeof(uint64_t));
     int *cover = malloc(((size_t) p->orig_size + 1) * sizeof(int));
     if (NULL == bounds || NULL == cover) {
         free(bounds);
@@ -291,6 +270,10 @@ static int ftrabit_plan_find_last_lost(ftrabit_planner_t *p)
             && st->cache_lo <= p->target) {
             bounds[nb++] = st->cache_lo < 1 ? 1 : st->cache_lo;
             bounds[nb++] = (st->cache_hi < p->target ? st->cache_hi : p->target) + 1;
+        }
+        if (!st->replacement && ftrabit_plan_has_held_range(st)) {
+            bounds[nb++] = st->held_lo; /* hi <= completed <= target: a valid record */
+            bounds[nb++] = st->held_hi + 1;
         }
     }
     qsort(bounds, nb, sizeof(uint64_t), ftrabit_plan_compare_seqs);
@@ -451,8 +434,8 @@ static uint64_t ftrabit_plan_first_kept(const ftrabit_planner_t *p, int o, uint6
     return skip > limit - x ? 0 : x + skip;
 }
 
-/* The first keeper of `seq` in ring order after `to`; *dist is its distance from `to`. */
-static int ftrabit_plan_first_keeper(const ftrabit_planner_t *p, int to, uint64_t seq, int *dist)
+/* The first holder of `seq` in ring order after `to`; *dist is its distance from `to`. */
+static int ftrabit_plan_first_holder(const ftrabit_planner_t *p, int to, uint64_t seq, int *dist)
 {
     for (int d = 1; d < p->orig_size; d++) {
         int o = (to + d) % p->orig_size;
@@ -464,17 +447,19 @@ static int ftrabit_plan_first_keeper(const ftrabit_planner_t *p, int to, uint64_
     return -1;
 }
 
-/* The last seq of the run starting at `s` that `source` (the first keeper after `to`, at
- * distance `dist`) serves: until it stops keeping, or a keeper nearer to `to` starts. */
+/* The last seq of the run starting at `s` that `source` (the first holder after `to`, at
+ * distance `dist`) serves: until it stops holding, or a holder nearer to `to` starts. */
 static uint64_t ftrabit_plan_run_end(const ftrabit_planner_t *p, int to, int source, int dist,
                                      uint64_t s, uint64_t b)
 {
     const ftrabit_rank_state_t *st = ftrabit_plan_survivor(p, source);
-    if (!ftrabit_plan_keeps_result(p, source, s)) {
-        return s; /* it holds s as its last result only */
+    uint64_t end;
+    if (ftrabit_plan_held_range_has(st, s)) {
+        end = b < st->held_hi ? b : st->held_hi; /* it holds all of its held range */
+    } else {
+        end = b < st->cache_hi ? b : st->cache_hi;
     }
-    uint64_t end = b < st->cache_hi ? b : st->cache_hi;
-    if (!p->all_keep) {
+    if (!ftrabit_plan_held_range_has(st, s) && !p->all_keep) {
         uint64_t window_left = ftrabit_plan_ring_distance(source, s, p->orig_size);
         if (window_left < end - s) {
             end = s + window_left;
@@ -487,8 +472,9 @@ static uint64_t ftrabit_plan_run_end(const ftrabit_planner_t *p, int to, int sou
             end = takeover - 1;
         }
         const ftrabit_rank_state_t *other = ftrabit_plan_survivor(p, nearer);
-        if (NULL != other && s < other->last_seq && other->last_seq <= end) {
-            end = other->last_seq - 1; /* it holds that one as its last result */
+        if (NULL != other && ftrabit_plan_has_held_range(other) && s < other->held_lo
+            && other->held_lo <= end) {
+            end = other->held_lo - 1; /* its held range starts there */
         }
     }
     return end;
@@ -499,7 +485,7 @@ static int ftrabit_plan_add_results(ftrabit_planner_t *p, int to, uint64_t a, ui
 {
     for (uint64_t s = a + 1; a < b && s <= b;) {
         int dist;
-        int source = ftrabit_plan_first_keeper(p, to, s, &dist);
+        int source = ftrabit_plan_first_holder(p, to, s, &dist);
         if (source < 0) {
             return FTRABIT_PLAN_LOST_RESULTS; /* excluded by the availability check */
         }
@@ -576,15 +562,10 @@ int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig
     plan->target_seq = 0;
     p.index_of = malloc((size_t) orig_size * sizeof(int));
     p.versions = malloc(2 * (size_t) size * sizeof(ftrabit_plan_version_t));
-    p.lasts = malloc((size_t) size * sizeof(uint64_t));
-    int rc = NULL == p.index_of || NULL == p.versions || NULL == p.lasts ? FTRABIT_PLAN_NOMEM
-                                                                          : FTRABIT_PLAN_OK;
+    int rc = NULL == p.index_of || NULL == p.versions ? FTRABIT_PLAN_NOMEM : FTRABIT_PLAN_OK;
 
     if (FTRABIT_PLAN_OK == rc) {
         rc = ftrabit_plan_map_ranks(&p);
-    }
-    if (FTRABIT_PLAN_OK == rc) {
-        ftrabit_plan_collect_lasts(&p);
     }
     if (FTRABIT_PLAN_OK == rc) {
         rc = ftrabit_plan_collect_versions(&p);
@@ -604,7 +585,6 @@ int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig
     }
     free(p.index_of);
     free(p.versions);
-    free(p.lasts);
     return rc;
 }
 

@@ -16,9 +16,12 @@
  *   and the results of every collective since the checkpoint V-1 (or since the start).
  * - The result of collective `seq` is kept by ftrabit_cache_is_keeper(seq, orig_rank,
  *   orig_size, result_replicas) ranks, within [cache_lo, cache_hi] of their record.
- *   Besides, every rank holds the result of the last collective it completed (last_seq),
- *   keeper or not, as Rabit does: a result whose keepers all died (or had not completed
- *   it) is still held by the survivors that completed it.
+ *   Besides, every rank holds every result since the last allreduce it completed, keeper
+ *   or not ([held_lo, held_hi] of its record): the last result, as Rabit holds it, and the
+ *   broadcasts after it. Completing an allreduce means every rank entered it, so every
+ *   rank completed all before it; a broadcast synchronises nobody, and ranks can complete
+ *   several while another is still inside the allreduce before them. So a result whose
+ *   keepers all died, or had not completed it, is still held by the survivors that did.
  * - Seqs start at 1. A checkpoint call has a seq like a collective, and its keepers cache
  *   an entry for it (a marker), so a range of results may span checkpoint calls.
  */
@@ -44,8 +47,9 @@ typedef struct ftrabit_rank_state {
     uint64_t prev_ckpt_seq;   /* ... of version V-1 (when has_prev) */
     uint64_t completed_seq;   /* last collective this rank completed */
     uint64_t cache_lo, cache_hi; /* results held, as keeper, for seqs in [lo, hi] (lo > hi: none) */
-    uint64_t last_seq;        /* a result held outside the keeper pattern: the last one this
-                                 rank completed (0: none); at most completed_seq */
+    uint64_t held_lo, held_hi; /* every result in [lo, hi] is held, kept or not: those since
+                                  the last allreduce this rank completed (lo 0, or lo > hi:
+                                  none; else hi <= completed_seq) */
 } ftrabit_rank_state_t;
 
 typedef enum {
@@ -58,7 +62,7 @@ typedef struct ftrabit_transfer {
     int32_t kind;             /* ftrabit_xfer_kind_t */
     int32_t from, to;         /* ranks in the rebuilt communicator */
     int32_t version;          /* GLOBAL, LOCAL */
-    uint64_t lo, hi;          /* RESULTS: inclusive seq range (only seqs `from` keeps) */
+    uint64_t lo, hi;          /* RESULTS: inclusive seq range (only seqs `from` holds) */
 } ftrabit_transfer_t;
 
 typedef struct ftrabit_plan {
@@ -93,9 +97,9 @@ enum {
  *   is held by someone alive. V = 0 (no checkpoint) needs no global/local, only results
  *   (0, target]. It gets GLOBAL, LOCAL (when V > 0) and RESULTS transfers.
  * - Sources are chosen deterministically, spreading the load: for each seq, the first
- *   eligible holder (a keeper, or a rank whose last result it is) in ring order after the
- *   receiver; consecutive seqs from the same
- *   source are merged into one RESULTS transfer. GLOBAL: the first survivor after the
+ *   eligible holder (a keeper, or a rank whose held range has it) in ring order after
+ *   the receiver; consecutive seqs from the same source are merged into one RESULTS
+ *   transfer. GLOBAL: the first survivor after the
  *   receiver holding that version; LOCAL: the first of its replica holders holding it.
  *   Rings and "first after" are in original ranks, never in the order of the records.
  * - Transfers are listed by receiver, receivers in original rank order; per receiver

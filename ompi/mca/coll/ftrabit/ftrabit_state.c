@@ -121,6 +121,7 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
         ftrabit_cache_set_pool_limit(&st->results, (size_t) ftrabit_settings.result_pool_mib << 20);
     }
     ftrabit_bootstrap_init(&st->bootstrap);
+    st->held_from = 1; /* no allreduce completed yet: it holds all it completes */
     st->restart_version = 0;
     st->next = ftrabit_states;
     ftrabit_states = st;
@@ -132,7 +133,7 @@ void ftrabit_state_free(ftrabit_state_t *st)
     if (NULL == st) {
         return;
     }
-    ftrabit_last_result_release(st); /* a pool buffer lent to it */
+    ftrabit_held_restart(st, 0); /* pool buffers lent to it */
     ftrabit_cache_fini(&st->results);
     ftrabit_bootstrap_fini(&st->bootstrap);
     free(st->global);
