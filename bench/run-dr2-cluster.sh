@@ -32,9 +32,9 @@
 #
 # Usage: bench/run-dr2-cluster.sh          (as root)
 # Environment (all optional): BUILD (default _build, installed to BUILD/stage), PARTS,
-#   ROUNDS=5, MAX_BYTES=8388608, TRIALS=5, TRIAL_S=0.05, STREAM_S=4, CUT_STREAM_S=9,
-#   CUT_AT=2.5, HEAL_AT=5.5, SAMPLE_MS=50, RUN_TIMEOUT=120 (one ping-pong or stream job),
-#   QUIET_WAIT=20 (see bench-lib.sh's wait_quiet), TABLES_ONLY=1 (tables and plots again
+#   ROUNDS=4, MAX_BYTES=8388608, TRIALS=3, TRIAL_S=0.05, STREAM_S=3, CUT_STREAM_S=7.5,
+#   CUT_AT=2, HEAL_AT=4.5, SAMPLE_MS=50, RUN_TIMEOUT=120 (one ping-pong or stream job),
+#   QUIET_WAIT=2 (see bench-lib.sh's wait_quiet), TABLES_ONLY=1 (tables and plots again
 #   from RAW), OUT, RAW.
 set -euo pipefail
 
@@ -43,17 +43,17 @@ top=$(cd "$here/.." && pwd)
 BUILD=$(cd "${BUILD:-$top/_build}" && pwd)
 COMPONENT_DIR=${COMPONENT_DIR:-$BUILD/stage/lib/openmpi}
 PARTS=${PARTS:-tcp1 tcp2 stream cut sm}
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-4}
 MAX_BYTES=${MAX_BYTES:-8388608}
-TRIALS=${TRIALS:-5}
+TRIALS=${TRIALS:-3}
 TRIAL_S=${TRIAL_S:-0.05}
-STREAM_S=${STREAM_S:-4}
-CUT_STREAM_S=${CUT_STREAM_S:-9}
-CUT_AT=${CUT_AT:-2.5}
-HEAL_AT=${HEAL_AT:-5.5}
+STREAM_S=${STREAM_S:-3}
+CUT_STREAM_S=${CUT_STREAM_S:-7.5}
+CUT_AT=${CUT_AT:-2}
+HEAL_AT=${HEAL_AT:-4.5}
 SAMPLE_MS=${SAMPLE_MS:-50}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
-QUIET_WAIT=${QUIET_WAIT:-20}
+QUIET_WAIT=${QUIET_WAIT:-2}
 TABLES_ONLY=${TABLES_ONLY:-0}
 OUT=${OUT:-$top/docs/bench}
 RAW=${RAW:-$BUILD/bench-logs/dr2-cluster}
@@ -339,7 +339,7 @@ cut_timeline() {
 }
 
 # cut_metrics BASE: "pre during_mean recover_s heal_s stall_s share_pre share_post"
-#   pre: Gb/s from 1 s after the start to the cut: the reference. On these veths two
+#   pre: Gb/s from 0.5 s after the start to the cut: the reference. On these veths two
 #   networks carry what one does (the stream table), so the run's own rate before the cut
 #   is one network's bandwidth, measured seconds before the cut, not in another run;
 #   recover: seconds from the cut until the first 0.5 s window (ending before the heal)
@@ -363,7 +363,7 @@ cut_metrics() {
         END {
             hs = th - tc0; t_first = t[1]
             for (i = 1; i <= n; i++) {
-                if (t[i] < 0 && t[i] >= t_first + 1) { pre += g[i]; npre++; pa += a[i]; pb += b[i] }
+                if (t[i] < 0 && t[i] >= t_first + 0.5) { pre += g[i]; npre++; pa += a[i]; pb += b[i] }
                 if (t[i] > 0 && t[i] <= hs) { dur += g[i]; ndur++ }
                 if (t[i] > t[n] - 2) { qa += a[i]; qb += b[i] }
             }
@@ -490,7 +490,7 @@ if has_part cut; then
         printf 'bench/dr2_stream h0 -> h1 over neta and netb for %s s, delivered bandwidth sampled every %s ms by the receiver;\n' "$CUT_STREAM_S" "$SAMPLE_MS"
         printf 'the network that carried more of it so far cut on h1 (iptables DROP, in and out) %s s into the stream,\nhealed at %s s. One network'"'"'s ' "$CUT_AT" "$HEAL_AT"
         printf 'bandwidth (the reference): the run'"'"'s own rate before the cut (two networks carry what one\ndoes on these veths, table above). Load average (1 min): %s.\n\n' "$(load_of cut-ob1 cut-dr2 cut-dr2-fast)"
-        printf 'Columns: before the cut (Gb/s, from 1 s in); cut to heal (mean Gb/s); recovery: seconds from the cut\n'
+        printf 'Columns: before the cut (Gb/s, from 0.5 s in); cut to heal (mean Gb/s); recovery: seconds from the cut\n'
         printf 'to the first 0.5 s (ending before the heal) averaging ≥ 0.9x before; after heal: seconds from the heal to the first 0.5 s\n'
         printf 'averaging ≥ 0.9x before with each network carrying ≥ 5 %% of the wire bytes; longest stall\n'
         printf '(s without a delivered byte, after the cut); netb'"'"'s share of the wire bytes before the cut and in the\n'
