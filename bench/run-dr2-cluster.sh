@@ -602,7 +602,7 @@ if has_part cut; then
             cat <<EOF
 set output "$OUT/dr2-cluster-cut.png"
 set multiplot layout 2,1 title "Bandwidth through a cut and a heal of one of two networks (h0 -> h1, 1 MiB messages, 8 in flight), round $pick\n$note"
-set xlabel "seconds since the cut"
+unset xlabel
 set ylabel "delivered Gbit/s (every $SAMPLE_MS ms)"
 set arrow 1 from 0, graph 0 to 0, graph 1 nohead lw 2 lc rgb "red"
 set arrow 2 from $heal_rel, graph 0 to $heal_rel, graph 1 nohead lw 2 lc rgb "dark-green"
@@ -614,6 +614,7 @@ plot "$OUT/dr2-cluster-cut-dr2.dat" using 1:2 with lines lw 2 lc rgb "#2c7bb6" t
      "$OUT/dr2-cluster-cut-dr2-fast.dat" using 1:2 with lines lw 1 lc rgb "#fdae61" title "dr2 fast failover (retry budget 2, local timeout 0.2 s)", \
      $one_ref with lines dt 2 lc rgb "black" title "one network (the reference)", \
      0.9 * $one_ref with lines dt 3 lc rgb "gray" title "0.9x that"
+set xlabel "seconds since the cut (each run aligned on its own cut; heals within 20 ms of the line shown)"
 set title "wire bytes received by h1 per network (kernel counters; a cut network's dropped retransmissions included)"
 set ylabel "Gbit/s"
 plot "$OUT/dr2-cluster-cut-dr2.dat" using 1:3 with lines lw 1.5 lc rgb "#2c7bb6" title "dr2 neta", \
