@@ -28,6 +28,9 @@ mpi dr2/eager-limit-sm-16k 2 pass test/mpi/dr2_eager "${DR2[@]}" -- 16384 eager
 mpi dr2/eager-limit-sm-32k 2 pass test/mpi/dr2_eager "${DR2[@]}" -- 32768 rendezvous
 mpi dr2/eager-limit-tcp-64k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 65536 eager
 mpi dr2/eager-limit-tcp-128k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 131072 rendezvous
+# Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
+# of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
+mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"
 mpi dr2/eager-limit-set-sm-64k 2 pass test/mpi/dr2_eager "${DR2[@]}" --mca pml_dr2_eager_limit 65536 \
     -- 65536 eager
 mpi dr2/eager-limit-set-tcp-8k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" --mca pml_dr2_eager_limit 8192 \

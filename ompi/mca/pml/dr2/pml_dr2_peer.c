@@ -28,6 +28,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->eager_limit_min = 0;
     peer->max_send_min = 0;
     peer->tx_crc = true;
+    peer->tx_tiny = true;
     peer->tx_next_id = 0;
     pml_dr2_id_guard_clear(&peer->tx_id_guard);
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
@@ -99,12 +100,21 @@ void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer)
 static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
 {
     peer->tx_crc = false;
+    peer->tx_tiny = true;
     for (int i = 0; i < peer->npaths; i++) {
         const char *btl = peer->paths[i].bml_btl->btl->btl_component->btl_version.mca_component_name;
         bool crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum, btl);
         DR2_VERBOSE(10, "pml:dr2: peer %s path %d over btl %s: payload checksum %s",
                     OMPI_NAME_PRINT(&peer->proc->super.proc_name), i, btl, crc ? "crc32c" : "none");
         peer->tx_crc = peer->tx_crc || crc;
+        /* A TINY carries no ACK, so in a ping-pong every message costs a segment more for
+         * its ACK. In shared memory that is a fast-box slot, cheaper than EAGER's second
+         * cache line; over a network it is a send of its own (tcp: a system call, the
+         * stack, a wakeup at the peer): 8-64 B across two simulated hosts took 6.5 us as
+         * TINY against ob1's 5.2, EAGER 5.2-5.35 (docs/bench/dr2-cluster-analysis.md). */
+        if (pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, btl)) {
+            peer->tx_tiny = false;
+        }
     }
 }
 

@@ -46,6 +46,8 @@ typedef struct mca_pml_dr2_peer_t {
 
     /* ---- sending ---- */
     bool tx_crc;               /* payloads we send it carry a CRC32C (pml_dr2_checksum_on_btl) */
+    bool tx_tiny;              /* small messages may go as TINY (no path crosses a wire:
+                                * peer_choose_checksum) */
     uint32_t tx_next_id;       /* next vfrag id */
     pml_dr2_id_guard_t tx_id_guard; /* ids of tx_await_match ahead (pml_dr2_window.h) */
     opal_list_t tx_unacked;    /* mca_pml_dr2_vfrag_t not fully acknowledged, by id */
