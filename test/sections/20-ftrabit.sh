@@ -385,6 +385,16 @@ for victim in 3 0; do
 done
 mpi ft/uniform/np6 6 pass test/mpi/ft_uniform --with-ft ulfm --mca coll_ftrabit_uniform true -- 2
 
+# The kill campaign (test/campaign/run-campaign.sh, `make campaign`, docs/campaign.md), short:
+# 8 fixed scenarios of seed 11 at np 3-5 and up to 64 KiB (inside checkpoints, during a
+# catch-up, shrink, spares, rank 0, padded/strided/contiguous types), each compared bit for
+# bit with its failure-free run; a wrong result or a hang fails it, a documented error does not.
+campaign_fixed_seed() {
+    "$src/test/campaign/run-campaign.sh" --build "$build" --seed 11 --runs 8 --max-np 5 \
+        --max-bytes 65536 --timeout "$ft_timeout_s" --logs "$logs/campaign"
+}
+check ft/campaign/seed-11-8-scenarios campaign_fixed_seed
+
 echo "== clean exits after failures (Open MPI patch 0001, docs/finalize-after-failures.md)"
 for mode in three single continue; do
     mpi "ft/finalize-after-kills/$mode" 4 pass test/mpi/ft_finalize_after_kills --with-ft ulfm \
