@@ -236,6 +236,12 @@ judge() {
         verdict=wrong why="fingerprint(s) $(echo $got), reference $reference"
     elif [ $rc -ne 0 ] && [ "$n" != "$expected" ] && grep -aqE "$documented_errors" "$log"; then
         verdict=error why=$(grep -aoE -m1 "($documented_errors)[^;(:]*" "$log" | head -n 1)
+        local root
+        root=$(sed -n 's/.*FTR_Bcast from original root \([0-9]*\) failed.*/\1/p' "$log" | head -n 1)
+        if [ -n "$root" ] && [[ " $kills $extra " != *" $root:"* ]] \
+               && [[ "$extra" != *"test_kill_in_"*" $root" ]]; then
+            verdict=wrong why="FTR_Bcast says its root died, but original rank $root was not killed"
+        fi
     elif [ "$n" != "$expected" ] || [ "$ranks" != "$expected" ]; then
         verdict=wrong why="$n rank(s) printed the result, on $(echo $ranks) ranks; expected $expected (exit $rc)"
     else
