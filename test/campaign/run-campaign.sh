@@ -305,7 +305,7 @@ table() {
         { runs[$1]++; n[$1, $2]++; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
         END { for (i = 1; i <= k; i++) { c = order[i]
                   printf "| %s | %d | %d | %d | %d | %d |\n", c, runs[c], n[c, "right"],
-                         n[c, "error"], n[c, "wrong"], n[c, "hung"] } }' | sort -t'|' -k2,2
+                         n[c, "error"], n[c, "wrong"], n[c, "hung"] } }' | sort -V
     awk -F'\t' '{ t[$13]++; r++ } END { printf "| **all** | %d | %d | %d | %d | %d |\n", r,
         t["right"], t["error"], t["wrong"], t["hung"] }' "$results"
 }
@@ -321,12 +321,25 @@ write_report() {
              "at commit $commit$dirty, Open MPI 5.0.7 with ULFM."
         echo "\`make campaign CAMPAIGN_RUNS=$runs CAMPAIGN_SEED=$seed\`" \
              "(test/campaign/run-campaign.sh: scenarios, verdicts and how to run one again are" \
-             "described at its top), one mpirun at a time, ${timeout_s} s timeout per run."
+             "described at its top), one mpirun at a time, ${timeout_s} s timeout per run;" \
+             "$((($(date +%s) - campaign_start + 30) / 60)) minutes in all, failure-free" \
+             "references included."
         echo
         echo "Each scenario runs test/mpi/ft_campaign ($iterations iterations of FTR_Allreduce" \
              "then FTR_Bcast from a moving root, FTR_Checkpoint every $every; real SIGKILLs) and" \
              "compares every rank's final fingerprint, bit for bit, with the failure-free run on" \
              "the same ranks, size and type (under shrink: with a second run with the same kills)."
+        echo
+        echo "A run is **right** when every rank printed the reference fingerprint on the expected" \
+             "number of ranks (respawn: all; shrink: all but the dead) and, under respawn, a" \
+             "replacement or spare ran; a **documented error** when the job ended with an error" \
+             "FTR_* documents (\"recovery is not possible\": results or a checkpoint died with all" \
+             "their holders; \"recovery did not finish within coll_ftrabit_recovery_timeout\": a" \
+             "replacement never joined; a shrink broadcast whose root, one of the killed ranks," \
+             "died before anybody got its data) before every rank printed a result; **wrong** otherwise;" \
+             "**hung** when the timeout ended it. The program also checks, on every rank, that" \
+             "no hole or padding byte of a result is written, that every broadcast carries its" \
+             "root's values, and that a replacement gets its own rank's local checkpoint back."
         table "phase class" '$3'
         table "recovery policy" '$4 ($6 > 0 ? " (" $6 " spare" ($6 > 1 ? "s" : "") ")" : "")'
         table "datatype" '$7'
@@ -360,6 +373,7 @@ if [ $list = 1 ]; then
     done
     exit 0
 fi
+campaign_start=$(date +%s)
 echo "kill campaign: ${#indices[@]} scenario(s) of seed $seed, logs in $logs"
 for i in "${indices[@]}"; do run_scenario "$i"; done
 if [ ${#only[@]} -gt 0 ]; then
