@@ -236,8 +236,9 @@ judge() {
         verdict=wrong why="fingerprint(s) $(echo $got), reference $reference"
     elif [ $rc -ne 0 ] && [ "$n" != "$expected" ] && grep -aqE "$documented_errors" "$log"; then
         verdict=error why=$(grep -aoE -m1 "($documented_errors)[^;(:]*" "$log" | head -n 1)
-        local root
-        root=$(sed -n 's/.*FTR_Bcast from original root \([0-9]*\) failed.*/\1/p' "$log" | head -n 1)
+        local root=""
+        grep -aq "its root died before any survivor" "$log" \
+            && root=$(sed -n 's/.*FTR_Bcast from original root \([0-9]*\) failed.*/\1/p' "$log" | head -n 1)
         if [ -n "$root" ] && [[ " $kills $extra " != *" $root:"* ]] \
                && [[ "$extra" != *"test_kill_in_"*" $root" ]]; then
             verdict=wrong why="FTR_Bcast says its root died, but original rank $root was not killed"
