@@ -219,8 +219,9 @@ reference_of() {
 
 # The errors FTR_* documents for recovery that cannot be done (README, FTR_Init(3),
 # FTR_Bcast(3)): lost results or checkpoints, replacements that never join, a shrink
-# broadcast whose root died before anybody got its data.
-documented_errors="recovery is not possible|recovery did not finish within coll_ftrabit_recovery_timeout|its root died before any survivor"
+# broadcast whose root died before anybody got its data (every rank gets MPI_ERR_ROOT and
+# one of them prints the message, unless mpirun ended it first: the others exit at once).
+documented_errors="recovery is not possible|recovery did not finish within coll_ftrabit_recovery_timeout|its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT"
 
 # judge LOG REFERENCE EXPECTED_RANKS: sets verdict and why.
 judge() {
@@ -237,7 +238,7 @@ judge() {
     elif [ $rc -ne 0 ] && [ "$n" != "$expected" ] && grep -aqE "$documented_errors" "$log"; then
         verdict=error why=$(grep -aoE -m1 "($documented_errors)[^;(:]*" "$log" | head -n 1)
         local root=""
-        grep -aq "its root died before any survivor" "$log" \
+        grep -aqE "its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT" "$log" \
             && root=$(sed -n 's/.*FTR_Bcast from original root \([0-9]*\) failed.*/\1/p' "$log" | head -n 1)
         if [ -n "$root" ] && [[ " $kills $extra " != *" $root:"* ]] \
                && [[ "$extra" != *"test_kill_in_"*" $root" ]]; then
