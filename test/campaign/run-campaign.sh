@@ -16,6 +16,8 @@
 #   --logs DIR       where the logs go (DIR/NNN.log, DIR/results.tsv; ./campaign-logs)
 #   --out FILE       write the report (markdown) there
 #   --list           print the scenarios, run nothing
+#   --rejudge        run nothing: judge again the runs of --logs' results.tsv from their logs
+#                    (after a change of the rules), then write the summary and report
 # Needs OMPI_PREFIX. Exit status 0 when no run gave a wrong result or hung.
 #
 # A scenario: a policy (respawn, shrink, or respawn with warm spares), np 3-10, a datatype
@@ -34,7 +36,7 @@
 set -u
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out=""
-only=() list=0
+only=() list=0 rejudge=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --build) build=$2; shift ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
         --logs) logs=$2; shift ;;
         --out) out=$2; shift ;;
         --list) list=1 ;;
+        --rejudge) rejudge=1 ;;
         *) echo "run-campaign.sh: unknown option '$1' (see the comment at the top)" >&2; exit 2 ;;
     esac
     shift
@@ -185,6 +188,7 @@ run_job() {
         | awk '/NBC_Progress|schedule/ || length($0) <= 12 { n++; if (n <= 10) print; next } { print }
                END { if (n > 10) print "run-campaign: " n - 10 " more lines of NBC_Progress errors not kept" }' >"$log"
     rc=${PIPESTATUS[0]}
+    echo "$rc" >"$log.rc"
     hung=0
     grep -aq "^timeout: sending signal" "$log" && hung=1
     local left
@@ -223,6 +227,27 @@ reference_of() {
 # one of them prints the message, unless mpirun ended it first: the others exit at once).
 documented_errors="recovery is not possible|recovery did not finish within coll_ftrabit_recovery_timeout|its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT"
 
+# complete LOG EXPECTED: every rank that must end printed its result. Under respawn each
+# rank 0..EXPECTED-1 printed (and said so on EXPECTED ranks); a process may also print and
+# then die in FTR_Finalize's recovery, its replacement printing again. Under shrink at
+# least EXPECTED distinct original ranks printed, on EXPECTED to np ranks: a rank that
+# completed the job's last collective before a failure there was noticed prints the size it
+# had then (it recovers with the others inside FTR_Finalize, after its result was printed).
+complete() {
+    local log=$1 expected=$2 r s
+    if [ "$policy" = shrink ]; then
+        [ "$(sed -n 's/^campaign rank .* original \([0-9]*\) final .*/\1/p' "$log" | sort -u | wc -l)" -ge "$expected" ] || return 1
+        for s in $(ranks_reported "$log"); do
+            [ "$s" -ge "$expected" ] && [ "$s" -le "$np" ] || return 1
+        done
+    else
+        for ((r = 0; r < expected; r++)); do
+            grep -aq "^campaign rank $r original .* on $expected ranks$" "$log" || return 1
+        done
+        [ "$(ranks_reported "$log")" = "$expected" ] || return 1
+    fi
+}
+
 # judge LOG REFERENCE EXPECTED_RANKS: sets verdict and why.
 judge() {
     local log=$1 reference=$2 expected=$3 got n ranks
@@ -235,7 +260,7 @@ judge() {
         verdict=wrong why=$(grep -a -m1 "WRONG:" "$log")
     elif [ -n "$got" ] && [ "$got" != "$reference" ]; then
         verdict=wrong why="fingerprint(s) $(echo $got), reference $reference"
-    elif [ $rc -ne 0 ] && [ "$n" != "$expected" ] && grep -aqE "$documented_errors" "$log"; then
+    elif [ $rc -ne 0 ] && ! complete "$log" "$expected" && grep -aqE "$documented_errors" "$log"; then
         verdict=error why=$(grep -aoE -m1 "($documented_errors)[^;(:]*" "$log" | head -n 1)
         local root=""
         grep -aqE "its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT" "$log" \
@@ -244,7 +269,7 @@ judge() {
                && [[ "$extra" != *"test_kill_in_"*" $root" ]]; then
             verdict=wrong why="FTR_Bcast says its root died, but original rank $root was not killed"
         fi
-    elif [ "$n" != "$expected" ] || [ "$ranks" != "$expected" ]; then
+    elif ! complete "$log" "$expected"; then
         verdict=wrong why="$n rank(s) printed the result, on $(echo $ranks) ranks; expected $expected (exit $rc)"
     else
         verdict=right why=""
@@ -315,16 +340,22 @@ write_report() {
     local commit dirty=""
     commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
     git -C "$src" diff --quiet HEAD 2>/dev/null || dirty=" (with uncommitted changes)"
+    if [ -f "$logs/commit" ]; then # the commit the runs were made at
+        local then
+        then=$(cat "$logs/commit")
+        [ "$then" != "$commit$dirty" ] && commit="$then (judged again at $commit)" dirty=""
+    fi
+    local end=${campaign_end:-$(date +%s)}
     {
         echo "# Kill campaign of coll/ftrabit"
         echo
-        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores," \
+        echo "Measured $(date -u -d "@$end" '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores," \
              "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), Linux $(uname -r))," \
              "at commit $commit$dirty, Open MPI 5.0.7 with ULFM."
         echo "\`make campaign CAMPAIGN_RUNS=$runs CAMPAIGN_SEED=$seed\`" \
              "(test/campaign/run-campaign.sh: scenarios, verdicts and how to run one again are" \
              "described at its top), one mpirun at a time, ${timeout_s} s timeout per run;" \
-             "$((($(date +%s) - campaign_start + 30) / 60)) minutes in all, failure-free" \
+             "$(((end - campaign_start + 30) / 60)) minutes in all, failure-free" \
              "references included."
         echo
         echo "Each scenario runs test/mpi/ft_campaign ($iterations iterations of FTR_Allreduce" \
@@ -332,8 +363,10 @@ write_report() {
              "compares every rank's final fingerprint, bit for bit, with the failure-free run on" \
              "the same ranks, size and type (under shrink: with a second run with the same kills)."
         echo
-        echo "A run is **right** when every rank printed the reference fingerprint on the expected" \
-             "number of ranks (respawn: all; shrink: all but the dead) and, under respawn, a" \
+        echo "A run is **right** when every line printed holds the reference fingerprint, every" \
+             "rank that must end printed one (respawn: all, on np ranks; shrink: all but the dead," \
+             "on np-dead ranks, or on more for a rank that finished the last collective before" \
+             "the failure there was noticed) and, under respawn, a" \
              "replacement or spare ran; a **documented error** when the job ended with an error" \
              "FTR_* documents (\"recovery is not possible\": results or a checkpoint died with all" \
              "their holders; \"recovery did not finish within coll_ftrabit_recovery_timeout\": a" \
@@ -366,7 +399,7 @@ indices=("${only[@]}")
 [ ${#indices[@]} -eq 0 ] && indices=($(seq 1 "$runs"))
 results=$logs/results.tsv
 [ ${#only[@]} -gt 0 ] && results=$logs/results-only.tsv
-rm -f "$results"
+[ $rejudge = 1 ] || rm -f "$results"
 if [ $list = 1 ]; then
     for i in "${indices[@]}"; do
         draw_scenario "$i"
@@ -375,9 +408,58 @@ if [ $list = 1 ]; then
     done
     exit 0
 fi
+# rejudge_all: each line of results.tsv judged again from its log (the exit code from
+# LOG.rc, or from the reason recorded); a shrink run whose reference log was removed (it was
+# right or a documented error) keeps its verdict, as the rules only ever became less strict.
+rejudge_all() {
+    local line i log reference expected fields new=$results.new
+    : >"$new"
+    while IFS= read -r line; do
+        # tabs are whitespace to read: empty fields would vanish, so split on another byte
+        IFS=$'\x1f' read -r -a fields <<<"${line//$'\t'/$'\x1f'}"
+        i=${fields[0]} verdict=${fields[12]} why=${fields[14]}
+        draw_scenario "$i"
+        log=$logs/$(printf '%03d' "$i").log
+        expected=$app
+        [ "$policy" = shrink ] && expected=$((app - deaths))
+        if [ -f "$log.rc" ]; then rc=$(cat "$log.rc")
+        elif [[ "$why" =~ \(exit\ ([0-9]+)\) ]]; then rc=${BASH_REMATCH[1]}
+        elif [ "$verdict" = right ]; then rc=0
+        else rc=1; fi
+        hung=0
+        grep -aq "^timeout: sending signal" "$log" && hung=1
+        reference=""
+        if [ "$policy" = shrink ]; then
+            [ -f "$log.reference" ] && reference=$(fingerprints "$log.reference" | sort -u | head -n 1)
+        else
+            reference=$(awk -v k="$app $type $bytes" -F'\t' '$1 == k { print $2; exit }' "$logs/references.tsv")
+        fi
+        if [ -n "$reference" ]; then
+            local old=$verdict
+            judge "$log" "$reference" "$expected"
+            [ "$old" != "$verdict" ] && echo "rejudged $i: $old -> $verdict ${why:+($why)}"
+            fields[12]=$verdict fields[14]=$why
+        fi
+        (IFS=$'\t'; echo "${fields[*]}") >>"$new"
+    done <"$results"
+    mv "$new" "$results"
+}
+
+if [ $rejudge = 1 ]; then
+    campaign_start=$(stat -c %Y "$(ls -tr "$logs"/*.log.cmd | head -n 1)")
+    campaign_end=$(stat -c %Y "$results")
+    runs=$(wc -l <"$results")
+    rejudge_all
+else
 campaign_start=$(date +%s)
+if [ ${#only[@]} -eq 0 ]; then
+    c=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    git -C "$src" diff --quiet HEAD 2>/dev/null || c="$c (with uncommitted changes)"
+    echo "$c" >"$logs/commit"
+fi
 echo "kill campaign: ${#indices[@]} scenario(s) of seed $seed, logs in $logs"
 for i in "${indices[@]}"; do run_scenario "$i"; done
+fi
 if [ ${#only[@]} -gt 0 ]; then
     for i in "${only[@]}"; do cat "$logs/$(printf '%03d' "$i").log.cmd"; done
 fi
