@@ -260,17 +260,27 @@ static void *ftrabit_watchdog_main(void *p)
     }
     pthread_mutex_unlock(&ftrabit_watchdog_lock);
     if (expired && !ftrabit_watchdog_done) {
+        /* write(2), not stdio: the thread blocked in MPI may be printing to stderr without
+         * end (Open MPI 5.0.7's MPI_Intercomm_merge with a dead replacement spins in
+         * NBC_Progress, printing an error at each turn), and then holds stderr's lock almost
+         * all the time: fprintf here waited for it for ever and the job hung. */
+        char msg[320];
+        int len;
         if (arg.orig_rank >= 0) {
-            fprintf(stderr, "ftrabit: recovery did not finish within "
-                            "coll_ftrabit_recovery_timeout (%d s): the replacement process(es) "
-                            "never joined (original rank %d waiting). Ending this process.\n",
-                    arg.seconds, arg.orig_rank);
+            len = snprintf(msg, sizeof(msg), "ftrabit: recovery did not finish within "
+                           "coll_ftrabit_recovery_timeout (%d s): the replacement process(es) "
+                           "never joined (original rank %d waiting). Ending this process.\n",
+                           arg.seconds, arg.orig_rank);
         } else {
-            fprintf(stderr, "ftrabit: this replacement process could not join the survivors "
-                            "within coll_ftrabit_recovery_timeout (%d s). Ending it.\n",
-                    arg.seconds);
+            len = snprintf(msg, sizeof(msg), "ftrabit: this replacement process could not join "
+                           "the survivors within coll_ftrabit_recovery_timeout (%d s). Ending "
+                           "it.\n", arg.seconds);
         }
-        fflush(stderr);
+        if (len > 0) {
+            ssize_t ignored = write(STDERR_FILENO, msg, (size_t) len < sizeof(msg) ? (size_t) len
+                                                                                   : sizeof(msg) - 1);
+            (void) ignored;
+        }
         /* Not MPI_Abort: in a job launched --with-ft ulfm, prterun treats an abort as the
          * failure of the calling process only (prrte errmgr_dvm.c, CALLED_ABORT of a
          * recoverable job), and here MPI is blocked in another thread anyway. Every

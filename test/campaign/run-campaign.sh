@@ -1,0 +1,469 @@
+#!/usr/bin/env bash
+# ompi-resilience kill campaign of coll/ftrabit: random fault scenarios of
+# test/mpi/ft_campaign under `mpirun --with-ft ulfm`, each compared bit for bit with its
+# failure-free run (under the shrink policy, with a second run with the same kills: the dead
+# ranks' data is gone). One mpirun at a time, each with a timeout. Writes a table.
+#
+# Usage: test/campaign/run-campaign.sh --build DIR [options]
+#   --build DIR      a built tree whose `make install` went to DIR/stage (scripts/build.sh)
+#   --runs N         scenarios to run (200)
+#   --seed S         scenario i is drawn from seed S and i alone, so any one of them can be
+#                    run again with --only i (1)
+#   --only I         run scenario I only (repeatable; prints its command lines)
+#   --max-np N       at most N processes per job, spares included (10)
+#   --max-bytes B    at most B data bytes per collective (8388608)
+#   --timeout S      seconds per mpirun before it counts as hung (120)
+#   --logs DIR       where the logs go (DIR/NNN.log, DIR/results.tsv; ./campaign-logs)
+#   --out FILE       write the report (markdown) there
+#   --list           print the scenarios, run nothing
+#   --rejudge        run nothing: judge again the runs of --logs' results.tsv from their logs
+#                    (after a change of the rules), then write the summary and report
+# Needs OMPI_PREFIX. Exit status 0 when no run gave a wrong result or hung.
+#
+# A scenario: a policy (respawn, shrink, or respawn with warm spares), np 3-10, a datatype
+# (contiguous, strided, padded), a message size (8 B - 8 MiB), coll_ftrabit_result_replicas
+# 0 or 2, a program that frees its communicator or not, and a phase class with 1-3 victims
+# at once or in sequence (rank 0 among them now and then):
+#   before-allreduce, after-allreduce, before-bcast (the root moves: any rank is root),
+#   checkpoint-send, checkpoint-agree (inside FTR_Checkpoint), in-recovery (one kill, then a
+#   survivor dies inside the recovery: coll_ftrabit_test_kill_in_recovery), in-catch-up (a
+#   survivor dies while a replacement catches up: coll_ftrabit_test_kill_in_catch_up),
+#   replacement-dies (the first spawned replacement dies before it joins), last-collective
+#   (the job's last broadcast, with no checkpoint after it).
+# Verdicts: right (every rank printed the reference fingerprint, on the expected number of
+# ranks), error (the job ended with an error FTR_* documents: "recovery is not possible",
+# a shrink broadcast whose root died), wrong (anything else), hung (the timeout).
+set -u
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out=""
+only=() list=0 rejudge=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --build) build=$2; shift ;;
+        --runs) runs=$2; shift ;;
+        --seed) seed=$2; shift ;;
+        --only) only+=("$2"); shift ;;
+        --max-np) max_np=$2; shift ;;
+        --max-bytes) max_bytes=$2; shift ;;
+        --timeout) timeout_s=$2; shift ;;
+        --logs) logs=$2; shift ;;
+        --out) out=$2; shift ;;
+        --list) list=1 ;;
+        --rejudge) rejudge=1 ;;
+        *) echo "run-campaign.sh: unknown option '$1' (see the comment at the top)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -n "$build" ] || { echo "run-campaign.sh: --build DIR is required" >&2; exit 2; }
+: "${OMPI_PREFIX:?set OMPI_PREFIX to the Open MPI install}"
+build=$(cd "$build" && pwd)
+prog=$build/test/mpi/ft_campaign
+[ -x "$prog" ] || { echo "run-campaign.sh: $prog is not built (make tests)" >&2; exit 2; }
+[ "$max_np" -ge 3 ] || { echo "run-campaign.sh: --max-np must be at least 3" >&2; exit 2; }
+mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
+export PMIX_MCA_mca_base_component_show_load_errors=0
+mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe --with-ft ulfm
+        --mca mca_base_component_path "$OMPI_PREFIX/lib/openmpi:$build/stage/lib/openmpi")
+iterations=10 every=3 # checkpoints after iterations 2, 5 and 8; iteration 9 is the last
+
+# ---- drawing a scenario -------------------------------------------------------------------
+# No subshell may draw: bash seeds RANDOM afresh in each one. So the helpers set REPLY.
+pick() { local a=("$@"); REPLY=${a[RANDOM % ${#a[@]}]}; } # one of the arguments
+# Distinct ranks in [0, NP): COUNT of them, rank 0 first in about a third of the draws.
+draw_victims() {
+    local count=$1 np=$2 chosen=() r
+    [ $((RANDOM % 3)) = 0 ] && chosen+=(0)
+    while [ ${#chosen[@]} -lt "$count" ]; do
+        r=$((RANDOM % np))
+        [[ " ${chosen[*]} " == *" $r "* ]] || chosen+=("$r")
+    done
+    REPLY="${chosen[*]}"
+}
+
+# Sets the scenario's variables for index $1: class policy np app spares type bytes replicas
+# keep kills (program --kill specs) extra (more mpirun/program options) deaths shape.
+draw_scenario() {
+    RANDOM=$((seed * 100003 + $1))
+    local sizes=() b
+    for b in 8 100 4096 20000 65536 1048576 8388608; do
+        [ "$b" -le "$max_bytes" ] && sizes+=("$b")
+    done
+    pick respawn respawn respawn shrink shrink spares; policy=$REPLY
+    spares=0
+    [ "$policy" = spares ] && spares=$((1 + RANDOM % 2))
+    local app_max=$((max_np - spares))
+    app=$((3 + RANDOM % (app_max - 2)))
+    np=$((app + spares))
+    pick contiguous strided padded; type=$REPLY
+    pick "${sizes[@]}"; bytes=$REPLY
+    pick 0 2; replicas=$REPLY
+    pick 0 1; keep=$REPLY
+    pick before-allreduce after-allreduce before-bcast checkpoint-send checkpoint-agree \
+        in-recovery in-catch-up replacement-dies last-collective
+    class=$REPLY
+    # A replacement to catch up, or to die, exists under respawn only (with spares, only once
+    # they are used up: the replacement-dies class is for plain respawn).
+    [ "$policy" = shrink ] && [ "$class" = in-catch-up ] && class=in-recovery
+    [ "$policy" != respawn ] && [ "$class" = replacement-dies ] && class=before-allreduce
+    local nvictims=$((1 + RANDOM % 3)) sequence=$((RANDOM % 2))
+    # the shrink policy needs two survivors, and a survivor dies in the recovery classes
+    local room=$((app - 2))
+    [ "$policy" != shrink ] && room=$((app - 1))
+    case "$class" in in-recovery|in-catch-up) room=$((room - 1)) ;; esac
+    [ "$nvictims" -gt "$room" ] && nvictims=$room
+    [ "$nvictims" -lt 1 ] && nvictims=1
+    [ "$class" = last-collective ] && sequence=0
+    local victims it where v k=0
+    draw_victims "$nvictims" "$app"; victims=$REPLY
+    kills="" extra=""
+    for v in $victims; do
+        if [ $k = 0 ] || [ "$sequence" = 1 ]; then # in sequence: each at its own point
+            case "$class" in
+                before-allreduce|after-allreduce|before-bcast)
+                    where=$class; it=$((RANDOM % iterations)) ;;
+                checkpoint-send|checkpoint-agree)
+                    where=$class; pick 2 5 8; it=$REPLY ;;
+                last-collective) where=before-bcast; it=$((iterations - 1)) ;;
+                *) pick before-allreduce after-allreduce before-bcast; where=$REPLY
+                   it=$((RANDOM % iterations)) ;;
+            esac
+        fi
+        kills="$kills $v:$it:$where"
+        k=$((k + 1))
+    done
+    kills=${kills# }
+    shape=1
+    [ "$nvictims" -gt 1 ] && { [ "$sequence" = 1 ] && shape="$nvictims in sequence" || shape="$nvictims at once"; }
+    deaths=$nvictims
+    local others=() r
+    for ((r = 0; r < app; r++)); do [[ " $victims " == *" $r "* ]] || others+=("$r"); done
+    case "$class" in
+        in-recovery)
+            pick "${others[@]}"; extra="--mca coll_ftrabit_test_kill_in_recovery $REPLY"
+            deaths=$((deaths + 1)) ;;
+        in-catch-up)
+            pick "${others[@]}"; extra="--mca coll_ftrabit_test_kill_in_catch_up $REPLY"
+            deaths=$((deaths + 1)) ;;
+        # Documented: a replacement that never joins ends the job after
+        # coll_ftrabit_recovery_timeout (60 s by default; 20 s here to save time).
+        replacement-dies) extra="--mca coll_ftrabit_recovery_timeout 20 -- --kill-replacement 1" ;;
+    esac
+}
+
+# The mpirun options and program arguments of the drawn scenario (a bash array, by name).
+scenario_command() { # scenario_command ARRAY_NAME WITH_KILLS(0|1) MARKS_DIR
+    local -n out_cmd=$1
+    local with_kills=$2 marks=$3 k mca=() prog_args=() x
+    [ "$policy" = shrink ] && mca+=(--mca coll_ftrabit_recovery shrink)
+    [ "$spares" -gt 0 ] && [ "$with_kills" = 1 ] && mca+=(--mca coll_ftrabit_spares "$spares")
+    mca+=(--mca coll_ftrabit_result_replicas "$replicas")
+    prog_args=(--iterations "$iterations" --every "$every" --type "$type" --bytes "$bytes")
+    [ "$keep" = 1 ] && prog_args+=(--keep-comm)
+    if [ "$with_kills" = 1 ]; then
+        for k in $kills; do prog_args+=(--kill "$k"); done
+        # extra: mpirun options, then after "--" program options
+        local after=0
+        for x in $extra; do
+            if [ "$x" = -- ]; then after=1
+            elif [ $after = 1 ]; then prog_args+=("$x")
+            else mca+=("$x"); fi
+        done
+        prog_args+=(--kill-marks "$marks")
+    fi
+    local n=$np
+    [ "$with_kills" = 0 ] && n=$app # the reference: no spares
+    out_cmd=("${mpirun[@]}" "${mca[@]}" -np "$n" "$prog" "${prog_args[@]}")
+}
+
+# ---- running -----------------------------------------------------------------------------
+# run_job LOG CMD...: one mpirun with the timeout; sets rc, hung. Processes of this build's
+# campaign program left behind (a replacement outliving its job) are ended by their id.
+run_job() {
+    local log=$1
+    shift
+    # Open MPI 5.0.7 can print "NBC_Progress: an error 75 ..." millions of times (a merge with
+    # a dead replacement spins): those lines, and their fragments, are counted, not kept.
+    timeout --verbose -k 10 "$timeout_s" "$@" </dev/null 2>&1 \
+        | awk '/NBC_Progress|schedule/ || length($0) <= 12 { n++; if (n <= 10) print; next } { print }
+               END { if (n > 10) print "run-campaign: " n - 10 " more lines of NBC_Progress errors not kept" }' >"$log"
+    rc=${PIPESTATUS[0]}
+    echo "$rc" >"$log.rc"
+    hung=0
+    grep -aq "^timeout: sending signal" "$log" && hung=1
+    local left
+    left=$(pgrep -f "^$prog( |$)" || true)
+    if [ -n "$left" ]; then
+        echo "run-campaign: processes left after the job, ended: $(echo $left)" >>"$log"
+        kill -9 $left 2>/dev/null || true
+    fi
+    return 0
+}
+fingerprints() { sed -n 's/^campaign rank .* final fingerprint \([0-9a-f]*\) on .*/\1/p' "$1"; }
+ranks_reported() { sed -n 's/^campaign rank .* on \([0-9]*\) ranks$/\1/p' "$1" | sort -u; }
+
+# The failure-free fingerprint of (app, type, bytes), kept in $logs/references.tsv.
+reference_of() {
+    local key="$app $type $bytes" ref cmd=()
+    ref=$(awk -v k="$key" -F'\t' '$1 == k { print $2; exit }' "$logs/references.tsv" 2>/dev/null)
+    if [ -z "$ref" ]; then
+        local log=$logs/reference-$app-$type-$bytes.log
+        scenario_command cmd 0 ""
+        run_job "$log" "${cmd[@]}"
+        ref=$(fingerprints "$log" | sort -u)
+        if [ $hung = 1 ] || [ $rc -ne 0 ] || [ "$(echo "$ref" | wc -l)" != 1 ] \
+               || [ "$(fingerprints "$log" | wc -l)" != "$app" ]; then
+            echo "reference run failed: $log" >&2
+            return 1
+        fi
+        printf '%s\t%s\n' "$key" "$ref" >>"$logs/references.tsv"
+    fi
+    echo "$ref"
+}
+
+# The errors FTR_* documents for recovery that cannot be done (README, FTR_Init(3),
+# FTR_Bcast(3)): lost results or checkpoints, replacements that never join, a shrink
+# broadcast whose root died before anybody got its data (every rank gets MPI_ERR_ROOT and
+# one of them prints the message, unless mpirun ended it first: the others exit at once).
+documented_errors="recovery is not possible|recovery did not finish within coll_ftrabit_recovery_timeout|its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT"
+
+# complete LOG EXPECTED: every rank that must end printed its result. Under respawn each
+# rank 0..EXPECTED-1 printed (and said so on EXPECTED ranks); a process may also print and
+# then die in FTR_Finalize's recovery, its replacement printing again. Under shrink at
+# least EXPECTED distinct original ranks printed, on EXPECTED to np ranks: a rank that
+# completed the job's last collective before a failure there was noticed prints the size it
+# had then (it recovers with the others inside FTR_Finalize, after its result was printed).
+complete() {
+    local log=$1 expected=$2 r s
+    if [ "$policy" = shrink ]; then
+        [ "$(sed -n 's/^campaign rank .* original \([0-9]*\) final .*/\1/p' "$log" | sort -u | wc -l)" -ge "$expected" ] || return 1
+        for s in $(ranks_reported "$log"); do
+            [ "$s" -ge "$expected" ] && [ "$s" -le "$np" ] || return 1
+        done
+    else
+        for ((r = 0; r < expected; r++)); do
+            grep -aq "^campaign rank $r original .* on $expected ranks$" "$log" || return 1
+        done
+        [ "$(ranks_reported "$log")" = "$expected" ] || return 1
+    fi
+}
+
+# judge LOG REFERENCE EXPECTED_RANKS: sets verdict and why.
+judge() {
+    local log=$1 reference=$2 expected=$3 got n ranks
+    got=$(fingerprints "$log" | sort -u)
+    n=$(fingerprints "$log" | wc -l)
+    ranks=$(ranks_reported "$log")
+    if [ $hung = 1 ]; then
+        verdict=hung why="no end after ${timeout_s}s; ranks that printed their result: $n"
+    elif grep -aq "WRONG:" "$log"; then
+        verdict=wrong why=$(grep -a -m1 "WRONG:" "$log")
+    elif [ -n "$got" ] && [ "$got" != "$reference" ]; then
+        verdict=wrong why="fingerprint(s) $(echo $got), reference $reference"
+    elif [ $rc -ne 0 ] && ! complete "$log" "$expected" && grep -aqE "$documented_errors" "$log"; then
+        verdict=error why=$(grep -aoE -m1 "($documented_errors)[^;(:]*" "$log" | head -n 1)
+        local root=""
+        grep -aqE "its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT" "$log" \
+            && root=$(sed -n 's/.*FTR_Bcast from original root \([0-9]*\) failed.*/\1/p' "$log" | head -n 1)
+        if [ -n "$root" ] && [[ " $kills $extra " != *" $root:"* ]] \
+               && [[ "$extra" != *"test_kill_in_"*" $root" ]]; then
+            verdict=wrong why="FTR_Bcast says its root died, but original rank $root was not killed"
+        fi
+    elif ! complete "$log" "$expected"; then
+        verdict=wrong why="$n rank(s) printed the result, on $(echo $ranks) ranks; expected $expected (exit $rc)"
+    else
+        verdict=right why=""
+        if [ "$policy" != shrink ] && ! grep -aEq "replacement starts|spare takes over" "$log"; then
+            verdict=wrong why="no replacement process ran"
+        fi
+    fi
+}
+
+# run_scenario I: draws it, runs it (and its reference), appends a line to results.tsv.
+run_scenario() {
+    local i=$1 cmd=() reference marks log start took
+    draw_scenario "$i"
+    log=$logs/$(printf '%03d' "$i").log
+    local expected=$app
+    [ "$policy" = shrink ] && expected=$((app - deaths))
+    if [ "$policy" = shrink ]; then
+        marks=$(mktemp -d)
+        scenario_command cmd 1 "$marks"
+        run_job "$log.reference" "${cmd[@]}"
+        rm -rf "$marks"
+        reference=$(fingerprints "$log.reference" | sort -u | head -n 1)
+    else
+        reference=$(reference_of) || reference=""
+    fi
+    marks=$(mktemp -d)
+    scenario_command cmd 1 "$marks"
+    printf '# scenario %d of seed %d: %s\n' "$i" "$seed" "${cmd[*]}" >"$log.cmd"
+    start=$(date +%s)
+    run_job "$log" "${cmd[@]}"
+    took=$(($(date +%s) - start))
+    rm -rf "$marks"
+    if [ -z "$reference" ] && [ "$policy" != shrink ]; then
+        verdict=wrong why="the failure-free run failed (logs/reference-$app-$type-$bytes.log)"
+    elif [ -z "$reference" ]; then
+        # Under shrink the reference is a run with the same kills: if that one ended with a
+        # documented error, so must this one.
+        judge "$log" "none" "$expected"
+        [ "$verdict" = right ] && verdict=wrong why="the reference run printed no result"
+    else
+        judge "$log" "$reference" "$expected"
+    fi
+    printf '%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n' "$i" "$seed" "$class" \
+        "$policy" "$np" "$spares" "$type" "$bytes" "$replicas" "$keep" "$kills" "$extra" \
+        "$verdict" "$took" "$why" "$shape" >>"$results"
+    printf '%3d %-6s %3ds  %-16s %-7s np %-2d %-10s %8s B  replicas %s keep-comm %s  kills %s %s%s\n' \
+        "$i" "$verdict" "$took" "$class" "$policy" "$np" "$type" "$bytes" "$replicas" "$keep" \
+        "$kills" "$extra" "${why:+  ($why)}"
+    case "$verdict" in
+        right | error) rm -f "$log.reference" ;;
+        *) echo "    log: $log   command: $log.cmd" ;;
+    esac
+}
+
+# ---- the report ----------------------------------------------------------------------------
+# table TITLE COLUMN(awk expression over the fields of results.tsv)
+table() {
+    printf '\n| %s | runs | right | documented error | wrong | hung |\n|---|---:|---:|---:|---:|---:|\n' "$1"
+    awk -F'\t' -v OFS='\t' "{ print $2, \$13 }" "$results" | awk -F'\t' '
+        { runs[$1]++; n[$1, $2]++; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+        END { for (i = 1; i <= k; i++) { c = order[i]
+                  printf "| %s | %d | %d | %d | %d | %d |\n", c, runs[c], n[c, "right"],
+                         n[c, "error"], n[c, "wrong"], n[c, "hung"] } }' | sort -V
+    awk -F'\t' '{ t[$13]++; r++ } END { printf "| **all** | %d | %d | %d | %d | %d |\n", r,
+        t["right"], t["error"], t["wrong"], t["hung"] }' "$results"
+}
+write_report() {
+    local commit dirty=""
+    commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    git -C "$src" diff --quiet HEAD 2>/dev/null || dirty=" (with uncommitted changes)"
+    if [ -f "$logs/commit" ]; then # the commit the runs were made at
+        local then
+        then=$(cat "$logs/commit")
+        [ "$then" != "$commit$dirty" ] && commit="$then (judged again at $commit)" dirty=""
+    fi
+    local end=${campaign_end:-$(date +%s)}
+    {
+        echo "# Kill campaign of coll/ftrabit"
+        echo
+        echo "Measured $(date -u -d "@$end" '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores," \
+             "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), Linux $(uname -r))," \
+             "at commit $commit$dirty, Open MPI 5.0.7 with ULFM."
+        echo "\`make campaign CAMPAIGN_RUNS=$runs CAMPAIGN_SEED=$seed\`" \
+             "(test/campaign/run-campaign.sh: scenarios, verdicts and how to run one again are" \
+             "described at its top), one mpirun at a time, ${timeout_s} s timeout per run;" \
+             "$(((end - campaign_start + 30) / 60)) minutes in all, failure-free" \
+             "references included."
+        echo
+        echo "Each scenario runs test/mpi/ft_campaign ($iterations iterations of FTR_Allreduce" \
+             "then FTR_Bcast from a moving root, FTR_Checkpoint every $every; real SIGKILLs) and" \
+             "compares every rank's final fingerprint, bit for bit, with the failure-free run on" \
+             "the same ranks, size and type (under shrink: with a second run with the same kills)."
+        echo
+        echo "A run is **right** when every line printed holds the reference fingerprint, every" \
+             "rank that must end printed one (respawn: all, on np ranks; shrink: all but the dead," \
+             "on np-dead ranks, or on more for a rank that finished the last collective before" \
+             "the failure there was noticed) and, under respawn, a" \
+             "replacement or spare ran; a **documented error** when the job ended with an error" \
+             "FTR_* documents (\"recovery is not possible\": results or a checkpoint died with all" \
+             "their holders; \"recovery did not finish within coll_ftrabit_recovery_timeout\": a" \
+             "replacement never joined; a shrink broadcast whose root, one of the killed ranks," \
+             "died before anybody got its data) before every rank printed a result; **wrong** otherwise;" \
+             "**hung** when the timeout ended it. The program also checks, on every rank, that" \
+             "no hole or padding byte of a result is written, that every broadcast carries its" \
+             "root's values, and that a replacement gets its own rank's local checkpoint back."
+        table "phase class" '$3'
+        table "recovery policy" '$4 ($6 > 0 ? " (" $6 " spare" ($6 > 1 ? "s" : "") ")" : "")'
+        table "datatype" '$7'
+        table "data bytes per collective" '$8'
+        table "coll_ftrabit_result_replicas" '$9'
+        table "program" '($10 ? "keeps its communicator" : "frees its communicator")'
+        table "processes (np)" '$5'
+        table "victims" '$16'
+        echo
+        if awk -F'\t' '$13 != "right" { f = 1 } END { exit !f }' "$results"; then
+            echo "## Runs that did not end right"
+            echo
+            echo "Run one again with \`test/campaign/run-campaign.sh --build BUILD --seed $seed --only I\`."
+            echo
+            awk -F'\t' '$13 != "right" { printf "- %d (%s): %s, %s, np %d, %s, %s B, replicas %s, keep-comm %s, kills `%s` %s: %s\n", $1, $13, $3, $4, $5, $7, $8, $9, $10, $11, ($12 == "" ? "" : "`" $12 "`"), $15 }' "$results"
+        fi
+    } >"$out"
+}
+
+# ---- main ----------------------------------------------------------------------------------
+indices=("${only[@]}")
+[ ${#indices[@]} -eq 0 ] && indices=($(seq 1 "$runs"))
+results=$logs/results.tsv
+[ ${#only[@]} -gt 0 ] && results=$logs/results-only.tsv
+[ $rejudge = 1 ] || rm -f "$results"
+if [ $list = 1 ]; then
+    for i in "${indices[@]}"; do
+        draw_scenario "$i"
+        printf '%3d %-16s %-7s np %-2d %-10s %8s B replicas %s keep %s kills %s %s\n' "$i" \
+            "$class" "$policy" "$np" "$type" "$bytes" "$replicas" "$keep" "$kills" "$extra"
+    done
+    exit 0
+fi
+# rejudge_all: each line of results.tsv judged again from its log (the exit code from
+# LOG.rc, or from the reason recorded); a shrink run whose reference log was removed (it was
+# right or a documented error) keeps its verdict, as the rules only ever became less strict.
+rejudge_all() {
+    local line i log reference expected fields new=$results.new
+    : >"$new"
+    while IFS= read -r line; do
+        # tabs are whitespace to read: empty fields would vanish, so split on another byte
+        IFS=$'\x1f' read -r -a fields <<<"${line//$'\t'/$'\x1f'}"
+        i=${fields[0]} verdict=${fields[12]} why=${fields[14]}
+        draw_scenario "$i"
+        log=$logs/$(printf '%03d' "$i").log
+        expected=$app
+        [ "$policy" = shrink ] && expected=$((app - deaths))
+        if [ -f "$log.rc" ]; then rc=$(cat "$log.rc")
+        elif [[ "$why" =~ \(exit\ ([0-9]+)\) ]]; then rc=${BASH_REMATCH[1]}
+        elif [ "$verdict" = right ]; then rc=0
+        else rc=1; fi
+        hung=0
+        grep -aq "^timeout: sending signal" "$log" && hung=1
+        reference=""
+        if [ "$policy" = shrink ]; then
+            [ -f "$log.reference" ] && reference=$(fingerprints "$log.reference" | sort -u | head -n 1)
+        else
+            reference=$(awk -v k="$app $type $bytes" -F'\t' '$1 == k { print $2; exit }' "$logs/references.tsv")
+        fi
+        if [ -n "$reference" ]; then
+            local old=$verdict
+            judge "$log" "$reference" "$expected"
+            [ "$old" != "$verdict" ] && echo "rejudged $i: $old -> $verdict ${why:+($why)}"
+            fields[12]=$verdict fields[14]=$why
+        fi
+        (IFS=$'\t'; echo "${fields[*]}") >>"$new"
+    done <"$results"
+    mv "$new" "$results"
+}
+
+if [ $rejudge = 1 ]; then
+    campaign_start=$(stat -c %Y "$(ls -tr "$logs"/*.log.cmd | head -n 1)")
+    campaign_end=$(stat -c %Y "$results")
+    runs=$(wc -l <"$results")
+    rejudge_all
+else
+campaign_start=$(date +%s)
+if [ ${#only[@]} -eq 0 ]; then
+    c=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    git -C "$src" diff --quiet HEAD 2>/dev/null || c="$c (with uncommitted changes)"
+    echo "$c" >"$logs/commit"
+fi
+echo "kill campaign: ${#indices[@]} scenario(s) of seed $seed, logs in $logs"
+for i in "${indices[@]}"; do run_scenario "$i"; done
+fi
+if [ ${#only[@]} -gt 0 ]; then
+    for i in "${only[@]}"; do cat "$logs/$(printf '%03d' "$i").log.cmd"; done
+fi
+summary=$(awk -F'\t' '{ t[$13]++; r++ } END { printf "%d runs: %d right, %d documented error, %d wrong, %d hung", r, t["right"], t["error"], t["wrong"], t["hung"] }' "$results")
+echo "$summary"
+[ -n "$out" ] && [ ${#only[@]} -eq 0 ] && write_report && echo "report: $out"
+! awk -F'\t' '$13 == "wrong" || $13 == "hung" { f = 1 } END { exit !f }' "$results"
