@@ -150,7 +150,7 @@ fills the result pool (its pages fault in once, as the application's own buffers
 trials measure the steady state, every later interval. $ROUNDS rounds, each running every
 configuration once ($runs runs in $elapsed s; $noisy of them started without $QUIET_WAIT s of quiet).
 
-**The machine was shared**: 2 cores, with other engineers' builds and tests running the
+**The machine was shared**: 2 cores, with other builds and tests running the
 whole time (load averages per run below); np 4 also oversubscribes the 2 cores. Single
 trials vary by orders of magnitude; what is comparable is FTR against MPI measured side by
 side. "paired" is the median over the rounds of each run's median paired ratio (each trial's

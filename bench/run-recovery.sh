@@ -278,7 +278,7 @@ iteration 5 is redone; with I = 9, iterations 5 to 9.
 
 $REPS repetitions of every (np, I, method), interleaved: every repetition runs all of them,
 the method order rotating. The runs took $rec_elapsed s; load averages (1, 5, 15 min) were
-$load_start before and $load_end after (other engineers' builds and tests shared the
+$load_start before and $load_end after (other builds and tests shared the
 machine); $rec_quiet_note.
 "fingerprint" counts the runs whose final centroids equal the failure-free run's
 (bit-identical, as ftrabit promises for respawn; shrink loses a rank's data and differs by

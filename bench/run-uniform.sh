@@ -242,7 +242,7 @@ times every size in $TRIALS trials of about $TRIAL_SECONDS s; a trial's time is 
 rank's mean time per call, a run's time is its median trial; the tables give the median over
 the rounds, the ratio of the medians, and the lowest and highest ratio of the two runs of one
 round. The measurement took $elapsed s; load averages (1, 5, 15 min) were $load_start before
-and $load_end after (the machine was shared with other engineers' builds and tests);
+and $load_end after (the machine was shared with other builds and tests);
 $noisy_starts of the $((2 * ROUNDS * $(wc -w <<<"$NPS") * $(wc -w <<<"$OPS"))) runs started without $QUIET_WAIT s of quiet.
 
 | collective | ranks | median ratio on/off over sizes | lowest – highest ratio of medians | extra µs per call, median over 8–64 B |

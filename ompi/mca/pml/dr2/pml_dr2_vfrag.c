@@ -560,14 +560,7 @@ static void vfrag_done(mca_pml_dr2_vfrag_t *v)
     mca_pml_dr2_txmsg_t *msg = v->msg;
     mca_pml_dr2_peer_t *peer = msg->peer;
 
-    opal_list_remove_item(&peer->tx_unacked, &v->super.super);
-    vfrag_unindex(peer, v);
-    if (0 != v->pending) {
-        peer->tx_pending--;
-    }
-    vfrag_forget_timer(peer, v);
-    mca_pml_dr2.timers_armed--;
-    msg->vfrags_live--;
+    vfrag_leave_flight(peer, v);
     pml_dr2_path_acked(&peer->path_state[v->path], vfrag_wire_bytes(v), mca_pml_dr2.now_us);
     if (PML_DR2_HDR_RNDV == v->kind && msg->rndv) {
         /* delivered but not matched yet: wait for the receiver's go-ahead, with a slow

@@ -107,6 +107,21 @@ static inline void vfrag_add_pending(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag
     mca_pml_dr2_peer_set_work(peer);
 }
 
+/* The vfrag leaves flight (acknowledged whole, or its message abandoned): off the peer's
+ * list, index, pending count and timers, and its message's count. The caller settles its
+ * path's accounting (acknowledged or unassigned) and frees it. */
+static inline void vfrag_leave_flight(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    opal_list_remove_item(&peer->tx_unacked, &v->super.super);
+    vfrag_unindex(peer, v);
+    if (0 != v->pending) {
+        peer->tx_pending--;
+    }
+    vfrag_forget_timer(peer, v);
+    mca_pml_dr2.timers_armed--;
+    v->msg->vfrags_live--;
+}
+
 /* ---- across the sender's files ------------------------------------------------------------ */
 
 /* The vfrag moves from its path to path `to` (its old path went down). */

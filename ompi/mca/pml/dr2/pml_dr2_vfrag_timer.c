@@ -220,14 +220,7 @@ void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
         if (v->msg != msg) {
             continue;
         }
-        opal_list_remove_item(&peer->tx_unacked, &v->super.super);
-        vfrag_unindex(peer, v);
-        if (0 != v->pending) {
-            peer->tx_pending--;
-        }
-        vfrag_forget_timer(peer, v);
-        mca_pml_dr2.timers_armed--;
-        msg->vfrags_live--;
+        vfrag_leave_flight(peer, v);
         pml_dr2_path_unassign(&peer->path_state[v->path], vfrag_wire_bytes(v),
                               mca_pml_dr2.now_us);
         vfrag_free(v);
