@@ -56,16 +56,6 @@ stats() {
         printf "%.3f %.3f %.3f %d\n", m, v[1], v[n], n }'
 }
 
-# world_pid HOST W: the process of MPI_COMM_WORLD rank W on HOST
-world_pid() {
-    local p
-    for p in $(cluster_pids "$1"); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" \
-            && { echo "$p"; return 0; }
-    done
-    return 1
-}
-
 # one_run METHOD REP: prints "METHOD REP seconds fingerprint ranks"
 one_run() {
     local method=$1 rep=$2 base=$RAW/$1-r$2 marks tk="" job i pid np=6 opts=() holds=()
@@ -86,7 +76,7 @@ one_run() {
             sleep 0.05
         done
         if [ "$method" = rank ]; then
-            pid=$(world_pid h2 4)
+            pid=$(cluster_world_pid h2 4)
             tk=$(now)
             kill -KILL "$pid"
         else

@@ -489,6 +489,16 @@ cluster_pids() { # HOST: the processes running on HOST
     ip netns pids "$ns"
 }
 
+# cluster_world_pid HOST W: the MPI process of MPI_COMM_WORLD rank W running on HOST.
+cluster_world_pid() {
+    local p
+    for p in $(cluster_pids "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" \
+            && { echo "$p"; return 0; }
+    done
+    return 1
+}
+
 # cluster_kill_host HOST: the host dies: SIGKILL to every process on it (its PRRTE daemon
 # and ranks included), waiting until none is left. Its network stays as it was.
 cluster_kill_host() {

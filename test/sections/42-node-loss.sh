@@ -171,16 +171,6 @@ spares_wait_held() {
     return 1
 }
 
-# spares_world_pid HOST W: the process of MPI_COMM_WORLD rank W, running on HOST.
-spares_world_pid() {
-    local p
-    for p in $(cluster_pids "$1"); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" \
-            && { echo "$p"; return 0; }
-    done
-    return 1
-}
-
 # spares_check LOG APP EXPECT WORLD...: after the job ($job), it ended without a hang,
 # mpirun reported each lost host, the centroids are those of the run without failures on
 # APP ranks (ft_run's reference, shared with it), and the replacements were EXPECT ("S
@@ -246,7 +236,7 @@ node_loss_spares_host_first() {
         || { echo "world ranks 4 and 5 were not the spares on h2"; kill "$job"; wait "$job"; cat "$log"; return 1; }
     spares_wait_held 1 || { wait "$job"; cat "$log"; return 1; }
     wait_for_file_text 30 "$log" "lost daemon .* on node h2" || { echo "h2's loss never reported"; kill "$job"; wait "$job"; cat "$log"; return 1; }
-    pid=$(spares_world_pid h1 2) || { echo "world rank 2 not found on h1"; kill "$job"; wait "$job"; cat "$log"; return 1; }
+    pid=$(cluster_world_pid h1 2) || { echo "world rank 2 not found on h1"; kill "$job"; wait "$job"; cat "$log"; return 1; }
     kill -KILL "$pid"
     spares_check "$log" 2 "1 spare(s), 0 respawned" 0 1 3 && spares_lost h2 \
         && grep -aq "world rank 3\] spare takes the place of rank 1" "$log"

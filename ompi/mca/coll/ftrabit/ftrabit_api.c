@@ -375,7 +375,7 @@ static int ftrabit_copy_result(ftrabit_state_t *st, const void *buf, const ftrab
 static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf,
                                     const ftrabit_call_t *call, ftrabit_result_t *r)
 {
-    ftrabit_slot_t copy = {NULL, 0};
+    ftrabit_slot_t copy = {NULL, 0}, *slot = &copy;
     size_t len;
 
     if (!call->is_bcast) {
@@ -383,21 +383,16 @@ static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf
     }
     if (r->direct) {
         memcpy(buf, r->slot.data, r->len);
-        if (r->keeper) {
-            (void) ftrabit_cache_put_slot(&st->results, seq, &r->slot, r->len);
-        } else {
-            ftrabit_held_add(st, seq, &r->slot, r->len);
-        }
-        return;
-    }
-    if (!ftrabit_copy_result(st, buf, call, &copy, &len)) {
+        slot = &r->slot;
+        len = r->len;
+    } else if (!ftrabit_copy_result(st, buf, call, &copy, &len)) {
         ftrabit_held_restart(st, seq + 1); /* this one is not held: nothing up to it is */
         return;
     }
     if (r->keeper) {
-        (void) ftrabit_cache_put_slot(&st->results, seq, &copy, len);
+        (void) ftrabit_cache_put_slot(&st->results, seq, slot, len);
     } else {
-        ftrabit_held_add(st, seq, &copy, len);
+        ftrabit_held_add(st, seq, slot, len);
     }
 }
 
