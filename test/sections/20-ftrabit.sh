@@ -417,6 +417,15 @@ campaign_fixed_seed() {
         --max-bytes 65536 --timeout "$ft_timeout_s" --logs "$logs/campaign"
 }
 check ft/campaign/seed-11-8-scenarios campaign_fixed_seed
+# Scenario 187 of seed 1 (np 10, docs/campaign.md): a survivor dies in a replacement's
+# catch-up without being needed by any transfer. The catch-up completed everywhere and the
+# dead member was handed out in the rebuilt communicator: every rank's next collective
+# failed with MPI_ERR_PROC_FAILED. The hand-out is now a rebuild step with its agreement.
+campaign_catch_up_victim_np10() {
+    "$src/test/campaign/run-campaign.sh" --build "$build" --seed 1 --only 187 \
+        --timeout "$ft_timeout_s" --logs "$logs/campaign-187"
+}
+check ft/campaign/catch-up-victim-handed-out-np10 campaign_catch_up_victim_np10
 
 echo "== clean exits after failures (Open MPI patch 0001, docs/finalize-after-failures.md)"
 for mode in three single continue; do

@@ -623,6 +623,24 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
     }
 }
 
+/* Hand the application a duplicate of the rebuilt communicator (*app), as one step of the
+ * rebuild: the duplicate is a collective, which a process that died after the catch-up's
+ * agreement fails on some ranks or all; the step's agreement then has every process
+ * rebuild again (MPI_ERR_PROC_FAILED) instead of handing out a communicator with a dead
+ * member, whose next collective would fail everywhere. */
+static int ftrabit_hand_out_agreed(ftrabit_state_t *st, MPI_Comm *app)
+{
+    MPI_Comm kept = st->app_comm;
+    int err = ftrabit_state_hand_out(st, app);
+
+    err = ftrabit_step_agreed(st->comm, err, "hand-out");
+    if (MPI_SUCCESS != err && MPI_COMM_NULL != *app) {
+        MPI_Comm_free(app);
+        st->app_comm = kept;
+    }
+    return err;
+}
+
 /* After a successful rebuild loop: hand the application a duplicate of the rebuilt
  * communicator in *comm, in place of the handle it held, which is freed. The duplicate is
  * collective, so every rank of the rebuild makes one, also in FTR_Finalize (comm NULL),
@@ -635,7 +653,10 @@ static int ftrabit_finish_recovery(ftrabit_state_t *st, MPI_Comm *comm, int shri
     if (shrinking) {
         ftrabit_adopt_shrunk_numbering(st);
     }
-    int err = ftrabit_state_hand_out(st, &fresh);
+    int err = ftrabit_hand_out_agreed(st, &fresh);
+    if (MPI_SUCCESS != err) {
+        return err; /* the application's handle stays until a hand-out succeeds */
+    }
     if (MPI_COMM_NULL != old) {
         MPI_Comm_free(&old);
     }
@@ -645,6 +666,31 @@ static int ftrabit_finish_recovery(ftrabit_state_t *st, MPI_Comm *comm, int shri
     st->recoveries++;
     st->last_recovery_seconds = MPI_Wtime() - start;
     ftrabit_announce_recovery(st, shrinking);
+    return err;
+}
+
+/* Rebuild (unless `rebuilt`: the caller just caught up) and hand the rebuilt communicator
+ * out, again while a process fails in the hand-out. */
+static int ftrabit_rebuild_and_hand_out(ftrabit_state_t *st, MPI_Comm *comm, int *shrinking,
+                                        double start, int rebuilt)
+{
+    int err = MPI_ERR_PROC_FAILED;
+
+    for (int attempt = 0; attempt < FTRABIT_MAX_REBUILDS; attempt++) {
+        if (!rebuilt) {
+            err = ftrabit_rebuild_loop(st, shrinking);
+            if (MPI_SUCCESS != err) {
+                return err;
+            }
+        }
+        err = ftrabit_finish_recovery(st, comm, *shrinking, start);
+        if (!ftrabit_is_process_failure(err)) {
+            return err;
+        }
+        ftrabit_log(1, "a process failed as the rebuilt communicator was handed out; "
+                       "rebuilding again");
+        rebuilt = 0;
+    }
     return err;
 }
 
@@ -704,12 +750,9 @@ int ftrabit_rebuild_after_agreement(ftrabit_state_t *st, MPI_Comm *comm)
     if (!shrinking) {
         watched = ftrabit_watchdog_arm(st->orig_rank, &watchdog);
     }
-    int err = ftrabit_rebuild_loop(st, &shrinking);
+    int err = ftrabit_rebuild_and_hand_out(st, comm, &shrinking, start, 0);
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);
-    }
-    if (MPI_SUCCESS == err) {
-        err = ftrabit_finish_recovery(st, comm, shrinking, start);
     }
     return err;
 }
@@ -735,16 +778,14 @@ int ftrabit_join_as_replacement(MPI_Comm parent, MPI_Comm *world)
     if (MPI_SUCCESS == err) {
         err = ftrabit_catch_up_agreed(st);
     }
+    if (MPI_SUCCESS == err) {
+        err = ftrabit_hand_out_agreed(st, world);
+    }
     if (MPI_SUCCESS != err && ftrabit_is_process_failure(err)) {
         int shrinking = FTRABIT_RECOVER_SHRINK == ftrabit_settings.policy;
         ftrabit_log(1, "a failure while this replacement caught up (%d); rebuilding with the "
                        "survivors", err);
-        err = ftrabit_rebuild_loop(st, &shrinking);
-        if (MPI_SUCCESS == err) {
-            err = ftrabit_finish_recovery(st, world, shrinking, start);
-        }
-    } else if (MPI_SUCCESS == err) {
-        err = ftrabit_state_hand_out(st, world);
+        err = ftrabit_rebuild_and_hand_out(st, world, &shrinking, start, 0);
     }
     if (watched) {
         ftrabit_watchdog_disarm(watchdog);
@@ -780,10 +821,9 @@ int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI
         if (MPI_SUCCESS != err && ftrabit_is_process_failure(err)) {
             ftrabit_log(1, "a failure while this spare caught up (%d); rebuilding with the "
                            "survivors", err);
-            err = ftrabit_rebuild_loop(st, &shrinking);
         }
-        if (MPI_SUCCESS == err) {
-            err = ftrabit_finish_recovery(st, world, shrinking, start);
+        if (MPI_SUCCESS == err || ftrabit_is_process_failure(err)) {
+            err = ftrabit_rebuild_and_hand_out(st, world, &shrinking, start, MPI_SUCCESS == err);
         }
     }
     if (watched) {
