@@ -319,11 +319,15 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (0 == rank || is_replacement) {
-        printf("rank %d: %s at iteration %d (checkpoint version %d), %ld points in all\n", rank,
+        char host[MPI_MAX_PROCESSOR_NAME];
+        int host_len;
+        MPI_Get_processor_name(host, &host_len);
+        printf("rank %d: %s at iteration %d (checkpoint version %d), %ld points in all, on %s\n",
+               rank,
                FTR_ORIGIN_SPARE == origin       ? "spare takes over"
                : FTR_ORIGIN_RESPAWNED == origin ? "replacement starts"
                                                 : "starts",
-               start, version, total);
+               start, version, total, host);
         fflush(stdout);
     }
 

@@ -119,6 +119,10 @@ node_loss_ftr_kmeans_respawns() {
     got=$(ft_fingerprint "$log")
     [ "$got" = "$reference" ] || { echo "fingerprint ${got:-missing}, run without failures $reference"; return 1; }
     [ "$(grep -ac "replacement starts" "$log")" = 2 ] || { echo "expected 2 replacements"; return 1; }
+    # spread over the live hosts (h0 and h1 hold 2 survivors each): one on each
+    local hosts
+    hosts=$(sed -n 's/.*replacement starts .*, on \(h[0-9]*\)$/\1/p' "$log" | sort | tr '\n' ' ')
+    [ "$hosts" = "h0 h1 " ] || { echo "replacements started on: ${hosts:-?} (expected h0 h1)"; return 1; }
 }
 
 # ftr_kmeans under the shrink policy: it ends on the 4 survivors with the centroids of a

@@ -295,6 +295,36 @@ static void recoveries_keep_every_rank_held(void)
     }
 }
 
+/* Respawn placement: replacements go to the least loaded live hosts, in turn. */
+static void respawn_spreads_over_live_hosts(void)
+{
+    int host_of[4];
+    /* 3 hosts of 2, h2 lost: its two replacements go one to h0, one to h1 */
+    int load2[] = {2, 2};
+    CHECK(FTRABIT_SPARE_PLAN_OK == ftrabit_respawn_place(load2, 2, 2, host_of));
+    CHECK(0 == host_of[0] && 1 == host_of[1]);
+    /* one host left: everything there */
+    int load1[] = {5};
+    CHECK(FTRABIT_SPARE_PLAN_OK == ftrabit_respawn_place(load1, 1, 3, host_of));
+    CHECK(0 == host_of[0] && 0 == host_of[1] && 0 == host_of[2]);
+    /* uneven: the emptier host first, until loads meet, then the first on a tie */
+    int load3[] = {3, 1, 2};
+    CHECK(FTRABIT_SPARE_PLAN_OK == ftrabit_respawn_place(load3, 3, 4, host_of));
+    CHECK(1 == host_of[0] && 1 == host_of[1] && 2 == host_of[2] && 0 == host_of[3]);
+    /* nothing to place */
+    CHECK(FTRABIT_SPARE_PLAN_OK == ftrabit_respawn_place(load3, 3, 0, NULL));
+}
+
+static void respawn_placement_refuses_bad_input(void)
+{
+    int host_of[2], load[] = {1, -1};
+    CHECK(FTRABIT_SPARE_PLAN_INVALID == ftrabit_respawn_place(NULL, 1, 1, host_of));
+    CHECK(FTRABIT_SPARE_PLAN_INVALID == ftrabit_respawn_place(load, 0, 1, host_of));
+    CHECK(FTRABIT_SPARE_PLAN_INVALID == ftrabit_respawn_place(load, 1, -1, host_of));
+    CHECK(FTRABIT_SPARE_PLAN_INVALID == ftrabit_respawn_place(load, 1, 1, NULL));
+    CHECK(FTRABIT_SPARE_PLAN_INVALID == ftrabit_respawn_place(load, 2, 1, host_of));
+}
+
 int main(void)
 {
     RUN(one_host_takes_the_last_ranks);
@@ -311,5 +341,7 @@ int main(void)
     RUN(a_lost_host_takes_spares_from_the_richest_host);
     RUN(assignment_refuses_bad_input);
     RUN(recoveries_keep_every_rank_held);
+    RUN(respawn_spreads_over_live_hosts);
+    RUN(respawn_placement_refuses_bad_input);
     UNIT_EXIT();
 }

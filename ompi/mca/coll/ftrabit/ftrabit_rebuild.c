@@ -24,6 +24,7 @@
 
 #include "ftrabit.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_spare_plan.h"
 
 #define FTRABIT_TAG_JOIN 7701
 #define FTRABIT_MAX_REBUILDS 16
@@ -132,25 +133,117 @@ static int ftrabit_step_agreed(MPI_Comm comm, int err, const char *step)
     return MPI_SUCCESS == err || ftrabit_is_process_failure(err) ? MPI_ERR_OTHER : err;
 }
 
+/* The root's arguments to MPI_Comm_spawn_multiple (elsewhere all NULL: only the root's
+ * count): one command per replacement, each with the host chosen for it. */
+typedef struct {
+    char **commands;
+    char ***argvs;
+    int *maxprocs;
+    MPI_Info *infos;
+} ftrabit_spawn_args_t;
+
+static void ftrabit_spawn_args_free(ftrabit_spawn_args_t *args, int ndead)
+{
+    for (int i = 0; NULL != args->infos && i < ndead; i++) {
+        if (MPI_INFO_NULL != args->infos[i]) {
+            MPI_Info_free(&args->infos[i]);
+        }
+    }
+    free(args->commands);
+    free(args->argvs);
+    free(args->maxprocs);
+    free(args->infos);
+    memset(args, 0, sizeof(*args));
+}
+
+/* Root: the replacements spread over the survivors' hosts (names: n host names of
+ * MPI_MAX_PROCESSOR_NAME bytes, one per survivor) by ftrabit_respawn_place. A lost host is
+ * no survivor's, so none goes there. */
+static int ftrabit_spawn_args_fill(const char *names, int n, int ndead, ftrabit_spawn_args_t *args)
+{
+    static char *no_args[] = {NULL};
+    int nhosts = 0, *load = calloc((size_t) n, sizeof(int)), *first = calloc((size_t) n, sizeof(int));
+    int *host_of = calloc((size_t) ndead, sizeof(int));
+    int err = MPI_ERR_NO_MEM;
+
+    args->commands = calloc((size_t) ndead, sizeof(char *));
+    args->argvs = calloc((size_t) ndead, sizeof(char **));
+    args->maxprocs = calloc((size_t) ndead, sizeof(int));
+    args->infos = calloc((size_t) ndead, sizeof(MPI_Info));
+    if (NULL != load && NULL != first && NULL != host_of && NULL != args->commands &&
+        NULL != args->argvs && NULL != args->maxprocs && NULL != args->infos) {
+        for (int i = 0; i < n; i++) {
+            const char *name = names + (size_t) i * MPI_MAX_PROCESSOR_NAME;
+            int h = 0;
+            while (h < nhosts && strcmp(names + (size_t) first[h] * MPI_MAX_PROCESSOR_NAME, name)) {
+                h++;
+            }
+            if (h == nhosts) {
+                first[nhosts++] = i;
+            }
+            load[h]++;
+        }
+        err = FTRABIT_SPARE_PLAN_OK == ftrabit_respawn_place(load, nhosts, ndead, host_of)
+                  ? MPI_SUCCESS : MPI_ERR_INTERN;
+    }
+    for (int i = 0; MPI_SUCCESS == err && i < ndead; i++) {
+        const char *host = names + (size_t) first[host_of[i]] * MPI_MAX_PROCESSOR_NAME;
+        args->commands[i] = ftrabit_program;
+        args->argvs[i] = NULL != ftrabit_program_argv ? ftrabit_program_argv : no_args;
+        args->maxprocs[i] = 1;
+        MPI_Info_create(&args->infos[i]);
+        /* Replacements go where the dead ones were allowed to be: a full node must not
+         * stop them. "map_by" applies to the whole spawned job and is given once: Open MPI
+         * 5.0.7 (dpm.c) takes a second ":OVERSUBSCRIBE" for a conflicting directive. */
+        if (0 == i) {
+            MPI_Info_set(args->infos[i], "map_by", ":OVERSUBSCRIBE");
+        }
+        MPI_Info_set(args->infos[i], "host", host);
+        ftrabit_log(1, "replacement %d of %d to be started on host %s", i + 1, ndead, host);
+    }
+    free(load);
+    free(first);
+    free(host_of);
+    return err;
+}
+
+/* Every survivor: its host's name to the root, which prepares the spawn's arguments. */
+static int ftrabit_spawn_args_prepare(MPI_Comm shrunk, int ndead, ftrabit_spawn_args_t *args)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "", *names = NULL;
+    int n, rank, len, err = MPI_SUCCESS;
+
+    memset(args, 0, sizeof(*args));
+    MPI_Comm_size(shrunk, &n);
+    MPI_Comm_rank(shrunk, &rank);
+    if (0 == rank && NULL == (names = calloc((size_t) n, MPI_MAX_PROCESSOR_NAME))) {
+        err = MPI_ERR_NO_MEM; /* still in the gather: the others wait for the root */
+    }
+    MPI_Get_processor_name(name, &len);
+    int gathered = MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names,
+                              MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, shrunk);
+    if (MPI_SUCCESS == err) {
+        err = gathered;
+    }
+    if (0 == rank && MPI_SUCCESS == err) {
+        err = ftrabit_spawn_args_fill(names, n, ndead, args);
+    }
+    if (MPI_SUCCESS != err) {
+        ftrabit_spawn_args_free(args, ndead);
+    }
+    free(names);
+    return err;
+}
+
 /* Start the replacements, as one step of `shrunk`. On failure the replacements that were
  * started are abandoned: revoking their communicator ends their wait for the join record
  * (ftrabit_join), which is sent only once the spawn held everywhere. */
 static int ftrabit_spawn_replacements(const ftrabit_state_t *st, MPI_Comm shrunk, int ndead,
-                                      MPI_Comm *inter)
+                                      const ftrabit_spawn_args_t *args, MPI_Comm *inter)
 {
-    MPI_Info info;
-    int err;
-
-    MPI_Info_create(&info);
-    /* Replacements go where the dead ones were allowed to be: a full node must not stop
-     * them. */
-    MPI_Info_set(info, "map_by", ":OVERSUBSCRIBE");
-    int *errcodes = calloc((size_t) ndead, sizeof(int));
     *inter = MPI_COMM_NULL;
-    err = MPI_Comm_spawn(ftrabit_program, ftrabit_program_argv, ndead, info, 0, shrunk, inter,
-                         errcodes);
-    MPI_Info_free(&info);
-    free(errcodes);
+    int err = MPI_Comm_spawn_multiple(ndead, args->commands, args->argvs, args->maxprocs,
+                                      args->infos, 0, shrunk, inter, MPI_ERRCODES_IGNORE);
     if (MPI_SUCCESS == err) {
         MPI_Comm_set_errhandler(*inter, MPI_ERRORS_RETURN);
     }
@@ -196,11 +289,17 @@ static int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebui
     int *dead = NULL, ndead = 0, err, rank;
     MPI_Comm inter;
 
+    ftrabit_spawn_args_t args = {0};
+
     *rebuilt = MPI_COMM_NULL;
     err = ftrabit_dead_ranks(st, shrunk, &dead, &ndead);
+    if (MPI_SUCCESS == err && ndead > 0) {
+        err = ftrabit_spawn_args_prepare(shrunk, ndead, &args);
+    }
     ftrabit_maybe_die_for_test(st, FTRABIT_TEST_STEP_SPAWN);
-    err = ftrabit_step_agreed(shrunk, err, "exchange of the dead ranks");
+    err = ftrabit_step_agreed(shrunk, err, "exchange of the dead ranks and hosts");
     if (MPI_SUCCESS != err) {
+        ftrabit_spawn_args_free(&args, ndead);
         free(dead);
         return err;
     }
@@ -211,7 +310,8 @@ static int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebui
     ftrabit_log(1, "respawning %d process(es), first original rank %d", ndead, dead[0]);
     st->respawned += ndead;
 
-    err = ftrabit_spawn_replacements(st, shrunk, ndead, &inter);
+    err = ftrabit_spawn_replacements(st, shrunk, ndead, &args, &inter);
+    ftrabit_spawn_args_free(&args, ndead);
     if (MPI_SUCCESS != err) {
         free(dead);
         return err;

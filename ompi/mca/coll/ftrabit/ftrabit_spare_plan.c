@@ -1,9 +1,11 @@
 /*
- * ompi-resilience: coll/ftrabit warm spares, placement and assignment (pure logic).
+ * ompi-resilience: coll/ftrabit warm spares, placement and assignment, and where respawned
+ * replacements go (pure logic).
  * The rules are in ftrabit_spare_plan.h. Sizes are small (processes of one job), so the
  * searches are plain loops: clarity over asymptotics.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ftrabit_spare_plan.h"
 
@@ -165,5 +167,34 @@ int ftrabit_spare_assign(const int *held, const int *host, int n, int app_size,
         }
     }
     free(is_held);
+    return FTRABIT_SPARE_PLAN_OK;
+}
+
+int ftrabit_respawn_place(const int *load, int nhosts, int nrepl, int *host_of)
+{
+    if (NULL == load || nhosts < 1 || nrepl < 0 || (nrepl > 0 && NULL == host_of)) {
+        return FTRABIT_SPARE_PLAN_INVALID;
+    }
+    for (int h = 0; h < nhosts; h++) {
+        if (load[h] < 0) {
+            return FTRABIT_SPARE_PLAN_INVALID;
+        }
+    }
+    int *now = malloc(sizeof(int) * (size_t) nhosts);
+    if (NULL == now) {
+        return FTRABIT_SPARE_PLAN_NOMEM;
+    }
+    memcpy(now, load, sizeof(int) * (size_t) nhosts);
+    for (int i = 0; i < nrepl; i++) {
+        int best = 0;
+        for (int h = 1; h < nhosts; h++) {
+            if (now[h] < now[best]) {
+                best = h;
+            }
+        }
+        host_of[i] = best;
+        now[best]++;
+    }
+    free(now);
     return FTRABIT_SPARE_PLAN_OK;
 }

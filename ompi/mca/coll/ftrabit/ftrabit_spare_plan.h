@@ -25,6 +25,12 @@
  *    most spares left (so that those that remain stay spread); ties go to the spare first
  *    in the communicator's order. Dead ranks left over when spares run out are the ones a
  *    respawn must replace.
+ *
+ * 3. Respawn placement, on the root of a respawn: which live host each replacement is
+ *    started on. Input: how many processes of the rebuilt job each live host has. Each
+ *    replacement in turn goes to the host with the fewest processes so far, the first such
+ *    host on a tie: replacements spread over the hosts that are left instead of all landing
+ *    on the first one with room (PRRTE maps by slot), and a lost host gets none.
  */
 #ifndef FTRABIT_SPARE_PLAN_H
 #define FTRABIT_SPARE_PLAN_H
@@ -51,5 +57,11 @@ int ftrabit_spare_place(const int *host, int world_size, int nspares, int *app_r
  */
 int ftrabit_spare_assign(const int *held, const int *host, int n, int app_size,
                          const int *last_host, int *new_rank, int *unfilled, int *spares_left);
+
+/*
+ * Respawn placement. load[nhosts]: processes on each live host (nhosts >= 1, each >= 0).
+ * Out: host_of[nrepl]: the host (index into load) of each replacement.
+ */
+int ftrabit_respawn_place(const int *load, int nhosts, int nrepl, int *host_of);
 
 #endif
