@@ -14,6 +14,22 @@ bench_require_ompi() {
         || die "no mca_coll_ftrabit.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
 }
 
+# bench_seconds_plot PNG SIZE TITLE YMIN: the start of a gnuplot script for a bar chart of
+# seconds on a log axis (the recovery plots); the caller appends its own xtics and plot.
+bench_seconds_plot() {
+    cat <<EOF
+set terminal pngcairo noenhanced size $2 font "sans,12"
+set output "$1"
+set title "$3"
+set style fill solid 0.8 border -1
+set ylabel "seconds"
+set logscale y 10
+set yrange [$4:50]
+set format y "%g"
+set grid ytics mytics
+EOF
+}
+
 bench_require_gnuplot() {
     command -v gnuplot >/dev/null && return 0
     say "installing gnuplot"

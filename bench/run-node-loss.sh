@@ -167,23 +167,17 @@ awk '!/^#/ { printf "%-8s %s %s %s %s\n", $2, $3, $4, $5, $6 }' "$dat"
 echo "runs started on a busy machine: $noisy_starts of $runs"
 
 xtics=$(awk '!/^#/ { printf "%s\"%s\" %d", (c++ ? ", " : ""), $2, $1 }' "$dat")
-gnuplot <<EOF
-set terminal pngcairo noenhanced size 1000,560 font "sans,12"
-set output "$OUT/$NAME.png"
-set title "A whole host lost (3 hosts x 2 processes, ftr_kmeans, $POINTS points/rank)\nkill to every rank past iteration $KILL_IT; median of $REPS, whiskers min-max; $(nproc) cores for all hosts"
-set style fill solid 0.8 border -1
+{
+    bench_seconds_plot "$OUT/$NAME.png" 1000,560 "A whole host lost (3 hosts x 2 processes, ftr_kmeans, $POINTS points/rank)\nkill to every rank past iteration $KILL_IT; median of $REPS, whiskers min-max; $(nproc) cores for all hosts" 0.001
+    cat <<EOF
 set boxwidth 0.7
-set ylabel "seconds"
-set logscale y 10
-set yrange [0.001:50]
-set format y "%g"
-set grid ytics mytics
 set xtics ($xtics)
 set xrange [0:$((${#methods[@]} + 1))]
 plot "< grep -v '^#' $dat" using 1:3 with boxes lc rgb "#2ca02c" notitle, \
      "< grep -v '^#' $dat" using 1:3:4:5 with yerrorbars lc rgb "black" pt 0 notitle, \
      "< grep -v '^#' $dat" using 1:3:(sprintf("%.3f s", \$3)) with labels offset 0,1 notitle
 EOF
+} | gnuplot
 
 commit=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)

@@ -218,17 +218,10 @@ if [ -f "$RAW/recovery-runs.txt" ]; then
     xtics=$(awk '!/^#/ { if (!($3 SUBSEP $2 in g)) { g[$3 SUBSEP $2] = 1; first[$3 SUBSEP $2] = $1 } last[$3 SUBSEP $2] = $1; key[++n] = $3 SUBSEP $2 }
         END { for (i = 1; i <= n; i++) if (!(key[i] in done)) { done[key[i]] = 1; split(key[i], p, SUBSEP)
               printf "%s\"kill at it. %s\\n%s ranks\" %.1f", (c++ ? ", " : ""), p[1], p[2], (first[key[i]] + last[key[i]]) / 2 } }' "$dat")
-    gnuplot <<EOF
-set terminal pngcairo noenhanced size 1100,650 font "sans,12"
-set output "$OUT/$NAME.png"
-set title "k-means (ftr_kmeans, $POINTS points/rank, checkpoint every $EVERY it.): rank $KILL_RANK SIGKILLed\nkill to every rank past the failed iteration; median of $REPS, whiskers min-max; $(nproc) cores, oversubscribed"
-set style fill solid 0.8 border -1
+    {
+        bench_seconds_plot "$OUT/$NAME.png" 1100,650 "k-means (ftr_kmeans, $POINTS points/rank, checkpoint every $EVERY it.): rank $KILL_RANK SIGKILLed\nkill to every rank past the failed iteration; median of $REPS, whiskers min-max; $(nproc) cores, oversubscribed" 0.005
+        cat <<EOF
 set boxwidth 0.8
-set ylabel "seconds"
-set logscale y 10
-set yrange [0.005:50]
-set format y "%g"
-set grid ytics mytics
 set xtics ($xtics)
 set xrange [0:$(awk '!/^#/ { x = $1 } END { print x + 1 }' "$dat")]
 set bmargin 5
@@ -240,6 +233,7 @@ plot "< grep -w respawn $dat" using 1:5 with boxes lc rgb "#2ca02c" title "ftrab
      "< grep -w none $dat" using 1:5 with boxes lc rgb "#999999" title "no failure: one iteration", \
      "< grep -v '^#' $dat" using 1:5:6:7 with yerrorbars lc rgb "black" pt 0 notitle
 EOF
+    } | gnuplot
 
     {
         cat <<EOF
