@@ -1,0 +1,248 @@
+/*
+ * ompi-resilience: libftrabit recovery by respawn: the survivors find the dead original
+ * ranks, start one replacement for each (spread over the survivors' hosts), send each its
+ * rank and merge with them into a communicator in the original rank order. Every step ends
+ * in an agreement (ftrabit_step_agreed), so that a failure in the middle of it has every
+ * survivor start the rebuild again (ftrabit_rebuild.c).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+#include <mpi-ext.h>
+
+#include "ftrabit_rebuild.h"
+#include "ftrabit_spare_plan.h"
+
+/* The original ranks alive in `shrunk`, sorted; returns the dead ones of 0..orig_size-1. */
+static int ftrabit_dead_ranks(const ftrabit_state_t *st, MPI_Comm shrunk, int **dead, int *ndead)
+{
+    int size, err;
+    MPI_Comm_size(shrunk, &size);
+    int *alive = malloc(sizeof(int) * (size_t) size);
+    char *is_alive = calloc((size_t) st->orig_size, 1);
+    *dead = malloc(sizeof(int) * (size_t) st->orig_size);
+    if (!alive || !is_alive || !*dead) {
+        free(alive);
+        free(is_alive);
+        free(*dead);
+        *dead = NULL;
+        return MPI_ERR_NO_MEM;
+    }
+    err = MPI_Allgather(&st->orig_rank, 1, MPI_INT, alive, 1, MPI_INT, shrunk);
+    if (MPI_SUCCESS == err) {
+        for (int i = 0; i < size; i++) {
+            if (alive[i] >= 0 && alive[i] < st->orig_size) {
+                is_alive[alive[i]] = 1;
+            }
+        }
+        *ndead = 0;
+        for (int r = 0; r < st->orig_size; r++) {
+            if (!is_alive[r]) {
+                (*dead)[(*ndead)++] = r;
+            }
+        }
+    }
+    free(alive);
+    free(is_alive);
+    return err;
+}
+
+/* The root's arguments to MPI_Comm_spawn_multiple (elsewhere all NULL: only the root's
+ * count): one command per replacement, each with the host chosen for it. */
+typedef struct {
+    char **commands;
+    char ***argvs;
+    int *maxprocs;
+    MPI_Info *infos;
+} ftrabit_spawn_args_t;
+
+static void ftrabit_spawn_args_free(ftrabit_spawn_args_t *args, int ndead)
+{
+    for (int i = 0; NULL != args->infos && i < ndead; i++) {
+        if (MPI_INFO_NULL != args->infos[i]) {
+            MPI_Info_free(&args->infos[i]);
+        }
+    }
+    free(args->commands);
+    free(args->argvs);
+    free(args->maxprocs);
+    free(args->infos);
+    memset(args, 0, sizeof(*args));
+}
+
+/* Root: the replacements spread over the survivors' hosts (names: n host names of
+ * MPI_MAX_PROCESSOR_NAME bytes, one per survivor) by ftrabit_respawn_place. A lost host is
+ * no survivor's, so none goes there. */
+static int ftrabit_spawn_args_fill(const char *names, int n, int ndead, ftrabit_spawn_args_t *args)
+{
+    static char *no_args[] = {NULL};
+    int nhosts = 0, *load = calloc((size_t) n, sizeof(int)), *first = calloc((size_t) n, sizeof(int));
+    int *host_of = calloc((size_t) ndead, sizeof(int));
+    int err = MPI_ERR_NO_MEM;
+
+    args->commands = calloc((size_t) ndead, sizeof(char *));
+    args->argvs = calloc((size_t) ndead, sizeof(char **));
+    args->maxprocs = calloc((size_t) ndead, sizeof(int));
+    args->infos = calloc((size_t) ndead, sizeof(MPI_Info));
+    if (NULL != load && NULL != first && NULL != host_of && NULL != args->commands &&
+        NULL != args->argvs && NULL != args->maxprocs && NULL != args->infos) {
+        for (int i = 0; i < n; i++) {
+            const char *name = names + (size_t) i * MPI_MAX_PROCESSOR_NAME;
+            int h = 0;
+            while (h < nhosts && strcmp(names + (size_t) first[h] * MPI_MAX_PROCESSOR_NAME, name)) {
+                h++;
+            }
+            if (h == nhosts) {
+                first[nhosts++] = i;
+            }
+            load[h]++;
+        }
+        err = FTRABIT_SPARE_PLAN_OK == ftrabit_respawn_place(load, nhosts, ndead, host_of)
+                  ? MPI_SUCCESS : MPI_ERR_INTERN;
+    }
+    for (int i = 0; MPI_SUCCESS == err && i < ndead; i++) {
+        const char *host = names + (size_t) first[host_of[i]] * MPI_MAX_PROCESSOR_NAME;
+        args->commands[i] = ftrabit_program;
+        args->argvs[i] = NULL != ftrabit_program_argv ? ftrabit_program_argv : no_args;
+        args->maxprocs[i] = 1;
+        MPI_Info_create(&args->infos[i]);
+        /* Replacements go where the dead ones were allowed to be: a full node must not
+         * stop them. "map_by" applies to the whole spawned job and is given once: Open MPI
+         * 5.0.7 (dpm.c) takes a second ":OVERSUBSCRIBE" for a conflicting directive. */
+        if (0 == i) {
+            MPI_Info_set(args->infos[i], "map_by", ":OVERSUBSCRIBE");
+        }
+        MPI_Info_set(args->infos[i], "host", host);
+        ftrabit_log(1, "replacement %d of %d to be started on host %s", i + 1, ndead, host);
+    }
+    free(load);
+    free(first);
+    free(host_of);
+    return err;
+}
+
+/* Every survivor: its host's name to the root, which prepares the spawn's arguments. */
+static int ftrabit_spawn_args_prepare(MPI_Comm shrunk, int ndead, ftrabit_spawn_args_t *args)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "", *names = NULL;
+    int n, rank, len, err = MPI_SUCCESS;
+
+    memset(args, 0, sizeof(*args));
+    MPI_Comm_size(shrunk, &n);
+    MPI_Comm_rank(shrunk, &rank);
+    if (0 == rank && NULL == (names = calloc((size_t) n, MPI_MAX_PROCESSOR_NAME))) {
+        err = MPI_ERR_NO_MEM; /* still in the gather: the others wait for the root */
+    }
+    MPI_Get_processor_name(name, &len);
+    int gathered = MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names,
+                              MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, shrunk);
+    if (MPI_SUCCESS == err) {
+        err = gathered;
+    }
+    if (0 == rank && MPI_SUCCESS == err) {
+        err = ftrabit_spawn_args_fill(names, n, ndead, args);
+    }
+    if (MPI_SUCCESS != err) {
+        ftrabit_spawn_args_free(args, ndead);
+    }
+    free(names);
+    return err;
+}
+
+/* Start the replacements, as one step of `shrunk`. On failure the replacements that were
+ * started are abandoned: revoking their communicator ends their wait for the join record
+ * (ftrabit_join), which is sent only once the spawn held everywhere. */
+static int ftrabit_spawn_replacements(const ftrabit_state_t *st, MPI_Comm shrunk, int ndead,
+                                      const ftrabit_spawn_args_t *args, MPI_Comm *inter)
+{
+    *inter = MPI_COMM_NULL;
+    int err = MPI_Comm_spawn_multiple(ndead, args->commands, args->argvs, args->maxprocs,
+                                      args->infos, 0, shrunk, inter, MPI_ERRCODES_IGNORE);
+    if (MPI_SUCCESS == err) {
+        MPI_Comm_set_errhandler(*inter, MPI_ERRORS_RETURN);
+    }
+    ftrabit_maybe_die_in_recovery(st, FTRABIT_TEST_STEP_MERGE);
+    err = ftrabit_step_agreed(shrunk, err, "spawn");
+    if (MPI_SUCCESS != err && MPI_COMM_NULL != *inter) {
+        MPIX_Comm_revoke(*inter);
+        MPI_Comm_free(inter);
+    }
+    return err;
+}
+
+/* Merge with the replacements and take the original rank order, as one step of the
+ * intercommunicator (survivors and replacements agree together). `err`: how the step
+ * started here (the survivors' rank 0 sends the join records first). */
+int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, int err,
+                                           MPI_Comm *rebuilt)
+{
+    MPI_Comm merged = MPI_COMM_NULL;
+
+    *rebuilt = MPI_COMM_NULL;
+    if (MPI_SUCCESS == err) {
+        err = MPI_Intercomm_merge(inter, high, &merged);
+    }
+    if (MPI_SUCCESS == err) {
+        MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+        err = MPI_Comm_split(merged, 0, key, rebuilt);
+    }
+    if (MPI_COMM_NULL != merged) {
+        MPI_Comm_free(&merged);
+    }
+    err = ftrabit_step_agreed(inter, err, "merge");
+    if (MPI_SUCCESS != err && MPI_COMM_NULL != *rebuilt) {
+        MPI_Comm_free(rebuilt);
+    }
+    return err;
+}
+
+/* Survivors: start a replacement for each dead original rank and build the communicator
+ * in which everybody holds its original rank again. */
+int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebuilt)
+{
+    int *dead = NULL, ndead = 0, err, rank;
+    MPI_Comm inter;
+
+    ftrabit_spawn_args_t args = {0};
+
+    *rebuilt = MPI_COMM_NULL;
+    err = ftrabit_dead_ranks(st, shrunk, &dead, &ndead);
+    if (MPI_SUCCESS == err && ndead > 0) {
+        err = ftrabit_spawn_args_prepare(shrunk, ndead, &args);
+    }
+    ftrabit_maybe_die_in_recovery(st, FTRABIT_TEST_STEP_SPAWN);
+    err = ftrabit_step_agreed(shrunk, err, "exchange of the dead ranks and hosts");
+    if (MPI_SUCCESS != err) {
+        ftrabit_spawn_args_free(&args, ndead);
+        free(dead);
+        return err;
+    }
+    if (0 == ndead) {
+        free(dead);
+        return MPI_Comm_dup(shrunk, rebuilt);
+    }
+    ftrabit_log(1, "respawning %d process(es), first original rank %d", ndead, dead[0]);
+    st->respawned += ndead;
+
+    err = ftrabit_spawn_replacements(st, shrunk, ndead, &args, &inter);
+    ftrabit_spawn_args_free(&args, ndead);
+    if (MPI_SUCCESS != err) {
+        free(dead);
+        return err;
+    }
+    MPI_Comm_rank(shrunk, &rank);
+    for (int i = 0; 0 == rank && MPI_SUCCESS == err && i < ndead; i++) {
+        ftrabit_join_t join = {.orig_rank = dead[i], .orig_size = st->orig_size};
+        err = MPI_Send(&join, sizeof(join), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
+    }
+    free(dead);
+    err = ftrabit_merge_with_replacements(inter, st->orig_rank, 0, err, rebuilt);
+    if (MPI_SUCCESS != err) {
+        MPIX_Comm_revoke(inter); /* replacements that merged: abandoned too */
+    }
+    MPI_Comm_free(&inter);
+    return err;
+}
+
