@@ -21,6 +21,9 @@
 #   failall  plain mpirun (no ULFM): 6 ranks, rank 0 writes the model to a file at each
 #            checkpoint; the node loss ends the job, and a new mpirun on the same 3 hosts
 #            (as if the scheduler gave a fresh node at once) restarts from the file
+#   spares8  coll_ftrabit_spares 2 with 8 application ranks (10 processes, 4+4+2 over the
+#            hosts): the spares are world 3 (h0) and 7 (h1); h2 holds ranks 6 and 7, which
+#            the two spares take
 #   none     no failure, 4 ranks: the time of one iteration (the slowest rank's "done
 #            KILL_IT" minus its "done KILL_IT-1")
 #
@@ -78,6 +81,7 @@ one_run() {
         spares | rank) opts=(--mca coll_ftrabit_spares 2); holds=(--hold 3:$KILL_IT) ;;
         shrink) opts=(--mca coll_ftrabit_recovery shrink); holds=(--hold 4:$KILL_IT --hold 5:$KILL_IT) ;;
         respawn) holds=(--hold 4:$KILL_IT --hold 5:$KILL_IT) ;;
+        spares8) np=10; opts=(--mca coll_ftrabit_spares 2); holds=(--hold 6:$KILL_IT --hold 7:$KILL_IT) ;;
         failall) run=("${plain_mpirun[@]}"); prog=(--checkpoint-file "$ckpt")
                  holds=(--hold 4:$KILL_IT --hold 5:$KILL_IT) ;;
         none) np=4 ;;
@@ -145,6 +149,7 @@ describe() {
     case $1 in
         spares) echo "warm spares (h2 lost: a spare on h1 takes rank 3)" ;;
         rank) echo "warm spares, one process of h2 killed (h2 lives on)" ;;
+        spares8) echo "8 ranks + 2 warm spares (h2 lost: spares on h0 and h1 take ranks 6, 7)" ;;
         respawn) echo "respawn (h2 lost: 2 replacements spawned onto h0 and h1)" ;;
         shrink) echo "shrink (h2 lost: 4 ranks go on, another answer)" ;;
         failall) echo "fail-all: the job ends, a new mpirun restarts from the file" ;;
