@@ -215,7 +215,8 @@ EOF
         printf "\n" }' "$dat"
     echo
     echo "Fingerprints (every run of a method must print the same; spares, rank and none end on"
-    echo "4 application ranks, respawn and failall on 6; shrink's answer differs by design):"
+    echo "4 application ranks, spares8 on 8, respawn and failall on 6 - each the answer of a run"
+    echo "without failures on as many ranks; shrink's answer differs by design):"
     echo
     for m in "${methods[@]}"; do
         echo "- $m: $(awk -v m="$m" '$1 == m { print $4 }' "$results" | sort | uniq -c | awk '{ printf "%s%s x%d", (c++ ? ", " : ""), $2, $1 }')"
