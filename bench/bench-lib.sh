@@ -14,6 +14,17 @@ bench_require_ompi() {
         || die "no mca_coll_ftrabit.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
 }
 
+# The wall clock in seconds, as the processes' timelines print it.
+now() { date +%s.%N; }
+
+# median min max n of the numbers on stdin (one per line); "- - - 0" if none
+stats() {
+    sort -g | awk '{ v[++n] = $1 } END {
+        if (!n) { print "- - - 0"; exit }
+        m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        printf "%.3f %.3f %.3f %d\n", m, v[1], v[n], n }'
+}
+
 # bench_seconds_plot PNG SIZE TITLE YMIN: the start of a gnuplot script for a bar chart of
 # seconds on a log axis (the recovery plots); the caller appends its own xtics and plot.
 bench_seconds_plot() {

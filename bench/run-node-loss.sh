@@ -60,16 +60,6 @@ plain_mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
 mpirun=("${plain_mpirun[@]}" --with-ft ulfm)
 kmeans=$BUILD/examples/ftr_kmeans
 mkdir -p "$RAW"
-now() { date +%s.%N; }
-
-# median min max n of the numbers on stdin
-stats() {
-    sort -g | awk '{ v[++n] = $1 } END {
-        if (!n) { print "- - - 0"; exit }
-        m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        printf "%.3f %.3f %.3f %d\n", m, v[1], v[n], n }'
-}
-
 # one_run METHOD REP: prints "METHOD REP seconds fingerprint ranks"
 one_run() {
     local method=$1 rep=$2 base=$RAW/$1-r$2 marks tk="" job i pid np=6 opts=() holds=()

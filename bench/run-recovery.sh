@@ -71,16 +71,6 @@ mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
 mkdir -p "$OUT" "$RAW"
 ompi_version=$("$OMPI_PREFIX/bin/mpirun" --version | awk 'NR == 1 { print $NF }')
 
-now() { date +%s.%N; }
-
-# median min max of the numbers on stdin (one per line), "- - -" if none
-stats() {
-    sort -g | awk '{ v[++n] = $1 } END {
-        if (!n) { print "- - - 0"; exit }
-        m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        printf "%.3f %.3f %.3f %d\n", m, v[1], v[n], n }'
-}
-
 # ---- part 1: recovery ------------------------------------------------------------------
 # One run; writes RAW/rec-np<NP>-k<I>-<method>-r<REP>.{out,err[,2.out,2.err]} and prints
 # one result line: np kill_it method rep recovery_s total_s reported_s fingerprint

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "ftrabit.h"
+#include "mpitest.h"
 
 enum where { BEFORE_ALLREDUCE, AFTER_ALLREDUCE, BEFORE_BCAST, CHECKPOINT_SEND, CHECKPOINT_AGREE,
              NWHERE };
@@ -144,14 +145,6 @@ static void maybe_kill_replacement(int nth)
 }
 
 /* ---- data ------------------------------------------------------------------------------ */
-
-static uint64_t fold(uint64_t h, const void *data, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ ((const unsigned char *) data)[i]) * 0x100000001b3ULL;
-    }
-    return h;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -286,20 +279,20 @@ static uint64_t allreduce_step(data_t *d, MPI_Comm *comm, int it, uint64_t h)
     switch (d->kind) {
     case CONTIGUOUS:
         check(FTR_Allreduce(x, (int) n, MPI_DOUBLE, MPI_SUM, comm), "FTR_Allreduce");
-        h = fold(h, x, n * sizeof(double));
+        h = mt_fnv1a(x, n * sizeof(double), h);
         break;
     case STRIDED:
         check(FTR_Allreduce(x, 1, strided_type, d->strided_op, comm), "FTR_Allreduce");
         for (size_t i = 0; i < n; i++) {
             if (HOLE != x[2 * i + 1]) fail("a hole of the strided buffer was written", it);
-            h = fold(h, &x[2 * i], sizeof(double));
+            h = mt_fnv1a(&x[2 * i], sizeof(double), h);
         }
         break;
     case PADDED:
         check(FTR_Allreduce(p, (int) n, MPI_DOUBLE_INT, MPI_MINLOC, comm), "FTR_Allreduce");
         for (size_t i = 0; i < n; i++) {
-            h = fold(h, &p[i].value, sizeof(double));
-            h = fold(h, &p[i].index, sizeof(int));
+            h = mt_fnv1a(&p[i].value, sizeof(double), h);
+            h = mt_fnv1a(&p[i].index, sizeof(int), h);
         }
         break;
     }
@@ -311,18 +304,7 @@ static uint64_t allreduce_step(data_t *d, MPI_Comm *comm, int it, uint64_t h)
  * the root's rank in MPI_COMM_WORLD. Respawn (spares included) keeps the numbers. */
 static int root_original_rank(MPI_Comm comm, int root, int shrinking)
 {
-    MPI_Group group, world_group;
-    int orig;
-
-    if (!shrinking) {
-        return root;
-    }
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_translate_ranks(group, 1, &root, world_group, &orig);
-    MPI_Group_free(&group);
-    MPI_Group_free(&world_group);
-    return orig;
+    return shrinking ? mt_world_rank_of(comm, root) : root;
 }
 
 static int bcast_value(int root_orig, int it, size_t i)
@@ -379,7 +361,7 @@ static uint64_t bcast_step(data_t *d, MPI_Comm *comm, int it, uint64_t h, int sh
                      "rank %d (root %d)", i, v, root_orig, root);
             fail(msg, it);
         }
-        h = fold(h, &v, sizeof(v));
+        h = mt_fnv1a(&v, sizeof(v), h);
     }
     return h;
 }
@@ -464,7 +446,7 @@ int main(int argc, char **argv)
           "FTR_Allreduce_bootstrap");
 
     /* Global state: the next iteration and the running hash; local: who owns it. */
-    const uint64_t initial_global[2] = {0, fold(0xcbf29ce484222325ULL, &boot, sizeof(boot))};
+    const uint64_t initial_global[2] = {0, mt_fnv1a(&boot, sizeof(boot), 0xcbf29ce484222325ULL)};
     const int64_t initial_local[2] = {original_rank, 0};
     uint64_t global[2] = {initial_global[0], initial_global[1]};
     int64_t local[2] = {initial_local[0], initial_local[1]};

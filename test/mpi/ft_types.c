@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ftrabit.h"
+#include "mpitest.h"
 
 #define NPAIRS 3
 #define NPADDED 5
@@ -41,14 +42,6 @@ static struct {
     int rank, iteration, before_bcast;
 } kills[32];
 static int nkills;
-
-static uint64_t fold(uint64_t h, const void *data, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ ((const unsigned char *) data)[i]) * 0x100000001b3ULL;
-    }
-    return h;
-}
 
 /* A value that differs by rank and iteration, with ties between ranks now and then (MINLOC
  * then picks the lower index). */
@@ -96,17 +89,7 @@ static void maybe_die(int original_rank, int it, int before_bcast, int is_replac
  * MPI_COMM_WORLD is the job that recovery spawned). */
 static int root_original_rank(MPI_Comm comm, int root, int is_replacement)
 {
-    MPI_Group group, world_group;
-    int orig;
-
-    if (is_replacement) {
-        return root;
-    }
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_translate_ranks(group, 1, &root, world_group, &orig);
-    MPI_Group_free(&group);
-    MPI_Group_free(&world_group);
+    int orig = is_replacement ? MPI_UNDEFINED : mt_world_rank_of(comm, root);
     return MPI_UNDEFINED == orig ? root : orig;
 }
 
@@ -164,7 +147,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < NPADDED; k++) {
         int v;
         memcpy(&v, &boot[k], sizeof(v));
-        boot_hash = fold(boot_hash, &v, sizeof(v));
+        boot_hash = mt_fnv1a(&v, sizeof(v), boot_hash);
     }
 
     /* Global state: the next iteration and the running hash. */
@@ -190,8 +173,8 @@ int main(int argc, char **argv)
         }
         check(FTR_Allreduce(pairs, NPAIRS, MPI_DOUBLE_INT, MPI_MINLOC, &world), "MINLOC");
         for (int k = 0; k < NPAIRS; k++) {
-            h = fold(h, &pairs[k].value, sizeof(double));
-            h = fold(h, &pairs[k].index, sizeof(int));
+            h = mt_fnv1a(&pairs[k].value, sizeof(double), h);
+            h = mt_fnv1a(&pairs[k].index, sizeof(int), h);
         }
 
         int64_t slots[NPADDED];
@@ -203,7 +186,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < NPADDED; k++) {
             int v;
             memcpy(&v, &slots[k], sizeof(v));
-            h = fold(h, &v, sizeof(v));
+            h = mt_fnv1a(&v, sizeof(v), h);
             if ((uint64_t) slots[k] >> 32 != 0x7b7b7b7bULL) {
                 fprintf(stderr, "ft_types: rank %d: the padding of slot %d was overwritten\n",
                         rank, k);
@@ -217,7 +200,7 @@ int main(int argc, char **argv)
         }
         check(FTR_Allreduce(spread, 1, strided, sum, &world), "strided SUM");
         for (int k = 0; k < 2 * NSTRIDED; k++) {
-            h = fold(h, &spread[k], sizeof(double));
+            h = mt_fnv1a(&spread[k], sizeof(double), h);
         }
 
         MPI_Comm_rank(world, &rank); /* the shrink policy renumbers the survivors */
@@ -242,7 +225,7 @@ int main(int argc, char **argv)
                 fflush(stderr);
                 _exit(4);
             }
-            h = fold(h, &v, sizeof(v));
+            h = mt_fnv1a(&v, sizeof(v), h);
         }
 
         global[0] = (uint64_t) it + 1;
@@ -255,7 +238,7 @@ int main(int argc, char **argv)
 
     /* Every rank must hold the same hash (a replacement's replayed results included): the
      * maximum of h and of ~h are complements only if all are equal. */
-    uint64_t h = fold(global[1], &boot_hash, sizeof(boot_hash));
+    uint64_t h = mt_fnv1a(&boot_hash, sizeof(boot_hash), global[1]);
     uint64_t both[2] = {h, ~h};
     check(FTR_Allreduce(both, 2, MPI_UINT64_T, MPI_MAX, &world), "final comparison");
     MPI_Comm_rank(world, &rank);

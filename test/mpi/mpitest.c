@@ -102,6 +102,19 @@ uint64_t mt_fnv1a(const void *buf, size_t len, uint64_t h)
     return h;
 }
 
+int mt_world_rank_of(MPI_Comm comm, int rank)
+{
+    MPI_Group group, world_group;
+    int world_rank;
+
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_translate_ranks(group, 1, &rank, world_group, &world_rank);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    return world_rank;
+}
+
 int mt_all_equal_u64(uint64_t value)
 {
     int equal = 1;

@@ -50,6 +50,10 @@ void mt_dr2_counters_stop(void);
 uint64_t mt_hash64(uint64_t x);
 uint64_t mt_fnv1a(const void *buf, size_t len, uint64_t h);
 
+/* The rank in MPI_COMM_WORLD of process `rank` of comm; MPI_UNDEFINED if it is not in this
+ * process's MPI_COMM_WORLD (a process spawned by a recovery). */
+int mt_world_rank_of(MPI_Comm comm, int rank);
+
 /* True if every rank passed the same 64-bit value (compared over point-to-point). */
 int mt_all_equal_u64(uint64_t value);
 

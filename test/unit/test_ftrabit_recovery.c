@@ -396,6 +396,15 @@ static void adjacent_replacements(void)
     free(tp);
 }
 
+/* Of 4 ranks, 1 is gone and 3 survive, shrunk: 0 and 3 completed seq 25, 2 is still inside
+ * it (completed 24). */
+static void keeper_still_inside(ftrabit_rank_state_t sh[3])
+{
+    sh[0] = alive(0, 3, 1, 20, 12, 25, 13);
+    sh[1] = alive(2, 3, 1, 20, 12, 24, 13);
+    sh[2] = alive(3, 3, 1, 20, 12, 25, 13);
+}
+
 /* With fewer keepers than ranks, losing all keepers of a needed seq loses it. */
 static void lost_results(void)
 {
@@ -418,8 +427,8 @@ static void lost_results(void)
     st[2] = fresh(2);
     CHECK(FTRABIT_PLAN_LOST_RESULTS == plan(st, 4, 4, 2, 2, tp));
     /* A survivor behind needing a lost seq (no replacement at all, shrink). */
-    ftrabit_rank_state_t sh[3] = {alive(0, 3, 1, 20, 12, 25, 13), alive(2, 3, 1, 20, 12, 24, 13),
-                                  alive(3, 3, 1, 20, 12, 25, 13)};
+    ftrabit_rank_state_t sh[3];
+    keeper_still_inside(sh);
     CHECK(FTRABIT_PLAN_LOST_RESULTS == plan(sh, 3, 4, 1, 2, tp)); /* 25 kept by 1: gone */
     /* kept by {1, 2}: 1 is gone and 2 is the one that has not completed it */
     CHECK(FTRABIT_PLAN_LOST_RESULTS == plan(sh, 3, 4, 2, 2, tp));
@@ -462,8 +471,8 @@ static void last_results_survive_their_keepers(void)
     }
     /* A living keeper still inside the call that others completed (seq 25 of 4 ranks, kept
      * by 1 and 2; 1 is gone, 2 has not completed it): 0 and 3 hold it as their last. */
-    ftrabit_rank_state_t sh[3] = {alive(0, 3, 1, 20, 12, 25, 13), alive(2, 3, 1, 20, 12, 24, 13),
-                                  alive(3, 3, 1, 20, 12, 25, 13)};
+    ftrabit_rank_state_t sh[3];
+    keeper_still_inside(sh);
     CHECK(FTRABIT_PLAN_LOST_RESULTS == plan(sh, 3, 4, 2, 2, tp));
     sh[0].held_lo = sh[0].held_hi = sh[2].held_lo = sh[2].held_hi = 25;
     CHECK(FTRABIT_PLAN_OK == plan(sh, 3, 4, 2, 2, tp));

@@ -6,6 +6,7 @@
  * survivor start the rebuild again (ftrabit_rebuild.c).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,11 @@ static int ftrabit_spawn_args_fill(const char *names, int n, int ndead, ftrabit_
         MPI_Info_set(args->infos[i], "host", host);
         ftrabit_log(1, "replacement %d of %d to be started on host %s", i + 1, ndead, host);
     }
+    if (MPI_SUCCESS != err) {
+        fprintf(stderr, "ftrabit: respawn: cannot place %d replacement(s) on %d survivors' "
+                        "hosts (%s); recovery gives up\n", ndead, n,
+                MPI_ERR_NO_MEM == err ? "out of memory" : "inconsistent host list");
+    }
     free(load);
     free(first);
     free(host_of);
@@ -133,6 +139,8 @@ static int ftrabit_spawn_args_prepare(MPI_Comm shrunk, int ndead, ftrabit_spawn_
     MPI_Comm_size(shrunk, &n);
     MPI_Comm_rank(shrunk, &rank);
     if (0 == rank && NULL == (names = calloc((size_t) n, MPI_MAX_PROCESSOR_NAME))) {
+        fprintf(stderr, "ftrabit: respawn: out of memory for %d host names; recovery gives "
+                        "up\n", n);
         err = MPI_ERR_NO_MEM; /* still in the gather: the others wait for the root */
     }
     MPI_Get_processor_name(name, &len);
