@@ -8,8 +8,13 @@
 #include "ompi/mca/pml/dr2/pml_dr2_path.h"
 #include "unit.h"
 
+/* The clock at the timer expiries of the health verdicts below: long after the vfrags left */
+#define NOW 1000000
+
 static const pml_dr2_path_params_t params = {
     .retry_budget = 3,
+    .evidence_budget = 1,
+    .evidence_silence_us = 50000,
     .probe_interval_us = 1000,
     .probe_interval_max_us = 5000,
     .rto_initial_us = 10000,
@@ -68,25 +73,80 @@ static void timeout_takes_a_silent_path_down_only_after_its_budget(void)
     pml_dr2_path_init(&p, &params);
     p.last_ack_us = 500;
     /* vfrag sent at 1000, nothing acknowledged since: down at the third expiry */
-    CHECK(!pml_dr2_path_timeout_says_down(&p, 1, 1000, &params));
-    CHECK(!pml_dr2_path_timeout_says_down(&p, 2, 1000, &params));
-    CHECK(pml_dr2_path_timeout_says_down(&p, 3, 1000, &params));
-    CHECK(pml_dr2_path_timeout_says_down(&p, 9, 1000, &params));
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 1, 0, 1, 1000, NOW, &params));
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 1, 0, 2, 1000, NOW, &params));
+    CHECK(pml_dr2_path_timeout_says_down(&p, 1, 0, 3, 1000, NOW, &params));
+    CHECK(pml_dr2_path_timeout_says_down(&p, 1, 0, 9, 1000, NOW, &params));
     /* something the path carries was acknowledged after the vfrag left: it delivers */
     pml_dr2_path_acked(&p, 0, 1500);
-    CHECK(!pml_dr2_path_timeout_says_down(&p, 9, 1000, &params));
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 1, 0, 9, 1000, NOW, &params));
     /* budget 0: timeouts never decide */
     {
         pml_dr2_path_params_t none = params;
         none.retry_budget = 0;
         p.last_ack_us = 0;
-        CHECK(!pml_dr2_path_timeout_says_down(&p, 100, 1000, &none));
+        CHECK(!pml_dr2_path_timeout_says_down(&p, 1, 0, 100, 1000, NOW, &none));
     }
     /* a path already down is not declared down again */
     CHECK(pml_dr2_path_fail(&p, 2000, &params));
-    CHECK(!pml_dr2_path_timeout_says_down(&p, 9, 3000, &params));
+    CHECK(!pml_dr2_path_timeout_says_down(&p, 1, 0, 9, 3000, NOW, &params));
     CHECK(!pml_dr2_path_fail(&p, 2000, &params));
     CHECK(p.downs == 1);
+}
+
+static void another_path_delivering_takes_a_silent_path_down_sooner(void)
+{
+    pml_dr2_path_state_t paths[3];
+
+    for (int i = 0; i < 3; i++) {
+        pml_dr2_path_init(&paths[i], &params);
+    }
+    /* a vfrag on path 0 left at 1000; nothing acknowledged anywhere since: the receiver may
+     * be descheduled, so only the full budget decides */
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, NOW, &params));
+    CHECK(!pml_dr2_path_others_alive_since(paths, 3, 0, 1000));
+    /* path 1 delivered after it left: the peer reads, path 0 is silent: down at the
+     * evidence budget (1 here) */
+    pml_dr2_path_acked(&paths[1], 0, 1200);
+    CHECK(pml_dr2_path_others_alive_since(paths, 3, 0, 1000));
+    CHECK(!pml_dr2_path_others_alive_since(paths, 3, 1, 1000)); /* a path is not its own evidence */
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 0, 1000, NOW, &params));
+    CHECK(pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, NOW, &params));
+    /* ...but not before the vfrag was unacknowledged for the evidence silence (50 ms) */
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, 1000 + 49999, &params));
+    CHECK(pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, 1000 + 50000, &params));
+    /* an ACK before the vfrag left is no evidence */
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1300, NOW, &params));
+    /* a path that is down is no evidence either (its last ACK is from before) */
+    CHECK(pml_dr2_path_fail(&paths[1], 1250, &params));
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, NOW, &params));
+    CHECK(pml_dr2_path_timeout_says_down(paths, 3, 0, 3, 1000, NOW, &params)); /* the full budget */
+    /* path 0 itself delivered since: an ordinary loss, whatever the others do */
+    pml_dr2_path_acked(&paths[2], 0, 1400);
+    pml_dr2_path_acked(&paths[0], 0, 1100);
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 9, 1000, NOW, &params));
+    /* something from the peer arriving on another path is evidence too (the answer to a
+     * liveness probe on an idle path) */
+    paths[0].last_ack_us = 0;
+    paths[2].last_ack_us = 0;
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, NOW, &params));
+    pml_dr2_path_heard(&paths[2], 1600);
+    pml_dr2_path_heard(&paths[2], 1500); /* an older clock reading does not go back */
+    CHECK(paths[2].last_heard_us == 1600);
+    CHECK(pml_dr2_path_others_alive_since(paths, 3, 0, 1599));
+    CHECK(!pml_dr2_path_others_alive_since(paths, 3, 0, 1600));
+    CHECK(pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, NOW, &params));
+    /* the rule off (evidence budget 0), or timeouts off (retry budget 0) */
+    {
+        pml_dr2_path_params_t off = params;
+        paths[0].last_ack_us = 0;
+        off.evidence_budget = 0;
+        CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 2, 1000, NOW, &off));
+        CHECK(pml_dr2_path_timeout_says_down(paths, 3, 0, 3, 1000, NOW, &off));
+        off.evidence_budget = 1;
+        off.retry_budget = 0;
+        CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 9, 1000, NOW, &off));
+    }
 }
 
 static void probes_back_off_and_an_answer_brings_the_path_back(void)
@@ -231,15 +291,16 @@ static void delivery_rate_is_measured_over_busy_time(void)
     CHECK(0 == p.queued_bytes);
 }
 
-static void faster_path_takes_more(void)
+static void weights_set_the_shares(void)
 {
     pml_dr2_path_state_t paths[2];
     int count[2] = {0, 0};
 
     pml_dr2_path_init(&paths[0], &params);
     pml_dr2_path_init(&paths[1], &params);
-    paths[0].rate = 300.0; /* three times the other */
-    paths[1].rate = 100.0;
+    CHECK(1.0 == paths[0].weight);
+    paths[0].weight = 30000.0; /* a BTL that advertises three times the other's bandwidth */
+    paths[1].weight = 10000.0;
     for (int k = 0; k < 400; k++) {
         int i = pml_dr2_path_pick(paths, 2, 1000);
         CHECK(i >= 0);
@@ -247,28 +308,93 @@ static void faster_path_takes_more(void)
         count[i]++;
     }
     CHECK(count[0] == 300 && count[1] == 100);
-    /* a path measured very slow still gets a share: 1/8 of the fastest */
-    {
-        pml_dr2_path_state_t two[2];
-        int n[2] = {0, 0};
-        pml_dr2_path_init(&two[0], &params);
-        pml_dr2_path_init(&two[1], &params);
-        two[0].rate = 800.0;
-        two[1].rate = 0.001;
-        for (int k = 0; k < 900; k++) {
-            int i = pml_dr2_path_pick(two, 2, 1000);
-            pml_dr2_path_assign(&two[i], 1000, 0);
-            n[i]++;
+    /* the measured rate does not steer: a path measured slow is not starved */
+    paths[1].rate = 0.001;
+    paths[0].rate = 800.0;
+    for (int k = 0; k < 400; k++) {
+        int i = pml_dr2_path_pick(paths, 2, 1000);
+        pml_dr2_path_assign(&paths[i], 1000, 0);
+        count[i]++;
+    }
+    CHECK(count[0] == 600 && count[1] == 200);
+}
+
+/* A sender keeping `window` vfrags of `vfrag` bytes unacknowledged over two paths, for
+ * `steps` acknowledgements; `next_acked(outstanding paths in send order, n)` says which one
+ * the receiver acknowledges next (its index in that order). Counts vfrags per path. */
+#define SIM_MAX 64
+typedef int (*sim_ack_order_t)(const int *order, int n, uint64_t step);
+
+static void simulate(pml_dr2_path_state_t *paths, int window, uint64_t vfrag, int steps,
+                     sim_ack_order_t next_acked, int count[2])
+{
+    int order[SIM_MAX], n = 0;
+    uint64_t now = 0;
+
+    count[0] = count[1] = 0;
+    for (int step = 0; step < steps; step++) {
+        int k, p;
+        while (n < window) {
+            p = pml_dr2_path_pick(paths, 2, vfrag);
+            pml_dr2_path_assign(&paths[p], vfrag, now);
+            order[n++] = p;
+            count[p]++;
         }
-        CHECK(n[1] == 100 && n[0] == 800);
+        now += 10;
+        k = next_acked(order, n, (uint64_t) step);
+        pml_dr2_path_acked(&paths[order[k]], vfrag, now);
+        memmove(&order[k], &order[k + 1], sizeof(order[0]) * (size_t) (n - k - 1));
+        n--;
     }
-    /* an unmeasured path counts as the mean of the measured ones */
-    {
-        pml_dr2_path_state_t three[3];
-        memcpy(three, paths, sizeof(paths));
-        pml_dr2_path_init(&three[2], &params);
-        CHECK(pml_dr2_path_pick(three, 3, 1000) == 2); /* empty: first to finish */
+}
+
+/* One receiver, the bottleneck of both paths, takes the vfrags in the order they were sent. */
+static int shared_bottleneck(const int *order, int n, uint64_t step)
+{
+    (void) order; (void) n; (void) step;
+    return 0;
+}
+
+/* Path 1's wire is three times slower: of every four acknowledgements, three are path 0's
+ * oldest vfrag (when it has one). */
+static int path1_three_times_slower(const int *order, int n, uint64_t step)
+{
+    int want = 3 == step % 4 ? 1 : 0;
+
+    for (int k = 0; k < n; k++) {
+        if (order[k] == want) {
+            return k;
+        }
     }
+    return 0;
+}
+
+static void a_shared_bottleneck_is_split_evenly(void)
+{
+    pml_dr2_path_state_t paths[2];
+    int count[2];
+
+    /* the case the rate estimate got wrong: identical paths behind one receiver; 128 KiB
+     * vfrags, 8 in flight, as a stream of 1 MiB messages (bench/run-dr2-cluster.sh) */
+    pml_dr2_path_init(&paths[0], &params);
+    pml_dr2_path_init(&paths[1], &params);
+    /* an early sample measured path 1 at half of path 0 (another transfer was in the way) */
+    paths[0].rate = 20.0;
+    paths[1].rate = 10.0;
+    simulate(paths, 8, 131072, 20000, shared_bottleneck, count);
+    CHECK(count[0] > 0.45 * (count[0] + count[1]) && count[1] > 0.45 * (count[0] + count[1]));
+}
+
+static void a_slower_path_takes_less(void)
+{
+    pml_dr2_path_state_t paths[2];
+    int count[2];
+
+    pml_dr2_path_init(&paths[0], &params);
+    pml_dr2_path_init(&paths[1], &params);
+    simulate(paths, 16, 131072, 20000, path1_three_times_slower, count);
+    /* path 1 delivers a quarter of the acknowledgements: it gets about a quarter */
+    CHECK(count[1] > 0.2 * (count[0] + count[1]) && count[1] < 0.3 * (count[0] + count[1]));
 }
 
 int main(void)
@@ -277,11 +403,14 @@ int main(void)
     RUN(rtt_samples_follow_rfc6298_and_bounds);
     RUN(timers_take_the_longest_timeout_of_the_paths_up);
     RUN(timeout_takes_a_silent_path_down_only_after_its_budget);
+    RUN(another_path_delivering_takes_a_silent_path_down_sooner);
     RUN(probes_back_off_and_an_answer_brings_the_path_back);
     RUN(probe_ids_wrap_around);
     RUN(unmeasured_paths_share_by_queued_bytes);
     RUN(down_paths_take_nothing);
     RUN(delivery_rate_is_measured_over_busy_time);
-    RUN(faster_path_takes_more);
+    RUN(weights_set_the_shares);
+    RUN(a_shared_bottleneck_is_split_evenly);
+    RUN(a_slower_path_takes_less);
     UNIT_EXIT();
 }

@@ -136,6 +136,8 @@ typedef struct mca_pml_dr2_t {
     unsigned window;          /* vfrags in flight per peer (power of two <= 1024) */
     unsigned send_depth;      /* descriptors a BTL may hold per path before we wait; 0: any */
     unsigned path_retry_budget;      /* ACK expiries of a vfrag before its path is down */
+    unsigned path_evidence_budget;   /* the same while another path of the peer delivers */
+    unsigned path_stall_us;          /* watchdog timeout while another path delivers */
     unsigned path_probe_interval_us; /* first probe of a down path */
     unsigned path_probe_interval_max_us;
     pml_dr2_path_params_t path_params; /* the above and the ACK timeouts, for pml_dr2_path.h */

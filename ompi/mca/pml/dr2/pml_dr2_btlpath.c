@@ -21,11 +21,16 @@ static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *b
     path->index = index;
     path->state = &peer->path_state[index];
     pml_dr2_path_init(path->state, &mca_pml_dr2.path_params);
+    if (bml_btl->btl->btl_bandwidth > 0) {
+        /* as the BTL advertises it (btl_<name>_bandwidth; btl/tcp per interface) */
+        path->state->weight = (double) bml_btl->btl->btl_bandwidth;
+    }
     path->tx_handed = 0;
     path->tx_completed = 0;
     path->wdog_completed_seen = 0;
     path->wdog_since_us = 0;
     path->wdog_expired = false;
+    path->alive_asked_us = 0;
     path->btl_error = false;
 }
 
@@ -212,6 +217,34 @@ int mca_pml_dr2_paths_probe(mca_pml_dr2_peer_t *peer, uint64_t now_us, uint64_t 
         }
     }
     return sent;
+}
+
+bool mca_pml_dr2_paths_ask_alive(mca_pml_dr2_peer_t *peer, int silent, uint64_t since_us,
+                                 uint64_t now_us)
+{
+    mca_pml_dr2_path_t *path = &peer->paths[silent];
+    int slowest;
+
+    if (pml_dr2_path_others_alive_since(peer->path_state, peer->npaths, silent, since_us)) {
+        return true;
+    }
+    slowest = pml_dr2_path_slowest(peer->path_state, peer->npaths, silent);
+    if (now_us - path->alive_asked_us
+        < pml_dr2_path_backoff_us(&peer->path_state[slowest], 0, &mca_pml_dr2.path_params)) {
+        return false; /* asked within the last ACK timeout: the answers are on their way */
+    }
+    path->alive_asked_us = now_us;
+    for (int i = 0; i < peer->npaths; i++) {
+        pml_dr2_path_state_t *state = &peer->path_state[i];
+        if (i != silent && state->up) {
+            /* the id of the path's latest probe: should the path go down before the answer
+             * comes, the answer is not taken for one to a probe of that down period */
+            (void) send_probe_hdr(peer, i, PML_DR2_HDR_FLAG_PROBE, state->probe_seq,
+                                  (uint64_t) i + 1);
+            mca_pml_dr2.path_counters.probes[i]++;
+        }
+    }
+    return false;
 }
 
 void mca_pml_dr2_path_probe_received(mca_pml_dr2_peer_t *peer, int arrival,

@@ -47,6 +47,8 @@ typedef struct mca_pml_dr2_path_t {
     bool wdog_expired; /* the BTL completed nothing for pml_dr2_local_timeout_us while holding
                         * some of ours: the path's ACK timers no longer wait for local
                         * completion */
+    uint64_t alive_asked_us; /* the last liveness probes sent on the other paths because
+                              * this one was silent (mca_pml_dr2_paths_ask_alive) */
     bool btl_error;    /* its BTL reported an error, to be handled from progress
                         * (mca_pml_dr2_paths_handle_errors) */
 } mca_pml_dr2_path_t;
@@ -91,6 +93,13 @@ void mca_pml_dr2_paths_handle_errors(void);
 /* Send the probes that are due on the peer's down paths; the earliest next probe goes into
  * *next. Returns probes sent. */
 int mca_pml_dr2_paths_probe(struct mca_pml_dr2_peer_t *peer, uint64_t now_us, uint64_t *next);
+
+/* Path `silent` of the peer is silent (its vfrags unacknowledged, or its transport stuck)
+ * and no other path has shown the peer alive since `since_us`: ask for evidence, a probe on
+ * each other path that is up (at most once per ACK timeout), whose answer marks that path
+ * heard (pml_dr2_path_others_alive_since). True if the evidence is there already. */
+bool mca_pml_dr2_paths_ask_alive(struct mca_pml_dr2_peer_t *peer, int silent, uint64_t since_us,
+                                 uint64_t now_us);
 
 /* A probe or probe answer from the peer, which arrived on path `arrival` (header already
  * validated: an ACK flagged PROBE or PROBE_REPLY). */

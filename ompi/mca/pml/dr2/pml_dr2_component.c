@@ -256,6 +256,30 @@ static int dr2_register(void)
         "take a path out",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->path_retry_budget);
 
+    m->path_evidence_budget = 2;
+    reg("path_evidence_budget",
+        "Quick failover on evidence: a path is also taken out after this many ACK timer "
+        "expiries of a vfrag it carries (instead of pml_dr2_path_retry_budget), and at least "
+        "pml_dr2_path_stall_us, when nothing it carries was acknowledged since that vfrag was "
+        "sent while another path to the same peer showed the peer alive (something it carries "
+        "was acknowledged, or an answer to a liveness probe came on it): the peer is alive "
+        "and reading, so the silence is the path's. A receiver "
+        "that is descheduled or busy acknowledges nothing on any path, so this rule does not "
+        "take down paths that were only waiting. 0: off (only pml_dr2_path_retry_budget). "
+        "At most pml_dr2_path_retry_budget",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->path_evidence_budget);
+
+    m->path_stall_us = 100000;
+    reg("path_stall_us",
+        "Silence on a path, in microseconds, that counts as a cut while another path to the "
+        "same peer shows the peer alive: the least time a vfrag stays unacknowledged before "
+        "pml_dr2_path_evidence_budget takes its path out, and the time after which the "
+        "local-completion watchdog (pml_dr2_local_timeout_us) gives up on the path's "
+        "transport (a silent cut strands what the transport already holds, btl/tcp: a full "
+        "socket; those vfrags' ACK timers, which wait for the transport to send them, start "
+        "then). Positive, at most pml_dr2_local_timeout_us",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->path_stall_us);
+
     m->path_probe_interval_us = 100000;
     reg("path_probe_interval_us",
         "A path taken out (see pml_dr2_path_retry_budget) is probed after this many "
@@ -459,7 +483,20 @@ static int dr2_open(void)
         return refuse("pml_dr2_path_probe_interval_us/pml_dr2_path_probe_interval_max_us", value,
                       "Use a positive probe interval and a maximum at least as large.");
     }
+    if (m->path_evidence_budget > m->path_retry_budget) {
+        snprintf(value, sizeof(value), "%u", m->path_evidence_budget);
+        return refuse("pml_dr2_path_evidence_budget", value,
+                      "The budget on evidence is for failing over sooner than "
+                      "pml_dr2_path_retry_budget: use at most that (0 turns the rule off).");
+    }
+    if (0 == m->path_stall_us || m->path_stall_us > m->local_timeout_us) {
+        snprintf(value, sizeof(value), "%u", m->path_stall_us);
+        return refuse("pml_dr2_path_stall_us", value,
+                      "Use a positive number of microseconds, at most pml_dr2_local_timeout_us.");
+    }
     m->path_params.retry_budget = m->path_retry_budget;
+    m->path_params.evidence_budget = m->path_evidence_budget;
+    m->path_params.evidence_silence_us = m->path_stall_us;
     m->path_params.probe_interval_us = m->path_probe_interval_us;
     m->path_params.probe_interval_max_us = m->path_probe_interval_max_us;
     m->path_params.rto_initial_us = m->ack_timeout_us;

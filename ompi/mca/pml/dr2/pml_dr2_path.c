@@ -10,6 +10,7 @@ void pml_dr2_path_init(pml_dr2_path_state_t *p, const pml_dr2_path_params_t *par
     memset(p, 0, sizeof(*p));
     p->up = true;
     p->rto_us = params->rto_initial_us;
+    p->weight = 1.0;
 }
 
 void pml_dr2_path_rtt_sample(pml_dr2_path_state_t *p, uint64_t sample_us,
@@ -99,14 +100,36 @@ void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us
     }
 }
 
-bool pml_dr2_path_timeout_says_down(const pml_dr2_path_state_t *p, uint32_t retries,
-                                    uint64_t sent_at_us, const pml_dr2_path_params_t *params)
+bool pml_dr2_path_others_alive_since(const pml_dr2_path_state_t *paths, int n, int index,
+                                     uint64_t since_us)
 {
+    for (int i = 0; i < n; i++) {
+        if (i != index && paths[i].up
+            && (paths[i].last_ack_us > since_us || paths[i].last_heard_us > since_us)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool pml_dr2_path_timeout_says_down(const pml_dr2_path_state_t *paths, int n, int index,
+                                    uint32_t retries, uint64_t sent_at_us, uint64_t now_us,
+                                    const pml_dr2_path_params_t *params)
+{
+    const pml_dr2_path_state_t *p = &paths[index];
+
     /* Budget 0: only a BTL error takes a path down. An ACK for anything the path carries
      * that arrived after this vfrag left shows the path still delivers: the vfrag's own
      * loss is then an ordinary one, for the retransmission protocol. */
-    return p->up && params->retry_budget > 0 && retries >= params->retry_budget
-           && p->last_ack_us < sent_at_us;
+    if (!p->up || 0 == params->retry_budget || p->last_ack_us >= sent_at_us) {
+        return false;
+    }
+    if (retries >= params->retry_budget) {
+        return true;
+    }
+    return params->evidence_budget > 0 && retries >= params->evidence_budget
+           && now_us - sent_at_us >= params->evidence_silence_us
+           && pml_dr2_path_others_alive_since(paths, n, index, sent_at_us);
 }
 
 bool pml_dr2_path_fail(pml_dr2_path_state_t *p, uint64_t now_us,
@@ -171,31 +194,15 @@ int pml_dr2_path_slowest(const pml_dr2_path_state_t *paths, int n, int fallback)
 
 int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
 {
-    double rate_sum = 0.0, fallback = 1.0, fastest = 0.0, best_cost = 0.0;
-    int measured = 0, best = -1;
+    double best_cost = 0.0;
+    int best = -1;
 
     for (int i = 0; i < n; i++) {
-        if (paths[i].up && paths[i].rate > 0.0) {
-            rate_sum += paths[i].rate;
-            measured++;
-            if (paths[i].rate > fastest) {
-                fastest = paths[i].rate;
-            }
-        }
-    }
-    if (measured > 0) {
-        fallback = rate_sum / measured;
-    }
-    for (int i = 0; i < n; i++) {
-        double rate, cost;
+        double cost;
         if (!paths[i].up) {
             continue;
         }
-        rate = paths[i].rate > 0.0 ? paths[i].rate : fallback;
-        if (rate < fastest / PML_DR2_PATH_RATE_FLOOR_DIVISOR) {
-            rate = fastest / PML_DR2_PATH_RATE_FLOOR_DIVISOR;
-        }
-        cost = (double) (paths[i].queued_bytes + bytes) / rate;
+        cost = (double) (paths[i].queued_bytes + bytes) / paths[i].weight;
         if (best < 0 || cost < best_cost) {
             best = i;
             best_cost = cost;

@@ -12,17 +12,28 @@
  *  - a vfrag it carries stays unacknowledged through `retry_budget` ACK timer expiries
  *    while nothing it carries was acknowledged since that vfrag was sent
  *    (pml_dr2_path_timeout_says_down): the silent cut, where a firewall drops everything
- *    and no error ever comes.
+ *    and no error ever comes; or
+ *  - the same after only `evidence_budget` expiries, and at least `evidence_silence_us`,
+ *    when another path of the peer showed the peer alive since that vfrag was sent (something it carries was acknowledged, or
+ *    something from the peer arrived on it, e.g. the answer to a liveness probe): the peer
+ *    is alive and reading, so the silence is the path's. Time alone cannot tell a cut from
+ *    a receiver that is descheduled or busy, which is why the plain budget is long; a
+ *    descheduled receiver acknowledges and answers nothing on any path, so the evidence
+ *    rule can be quick without taking down paths that were only waiting.
  * A down path is probed: a probe goes out after `probe_interval_us`, then at doubling
  * intervals up to `probe_interval_max_us`; the first answer to any probe of the current
  * down period brings it back up (pml_dr2_path_probe_answered).
  *
  * Scheduling. A new vfrag goes to the up path that would finish it first: the bytes the
- * path has queued and not yet had acknowledged, plus the vfrag, divided by the path's
- * measured delivery rate (bytes acknowledged per microsecond of the time it had data
- * outstanding). A path without a measurement yet counts as fast as the mean of those that
- * have one (as 1 if none has), so fresh paths share by queued bytes: round robin in effect;
- * none counts as slower than 1/PML_DR2_PATH_RATE_FLOOR_DIVISOR of the fastest.
+ * path carries and that are not acknowledged yet, plus the vfrag, over the path's weight
+ * (its BTL's advertised bandwidth). The unacknowledged bytes are the measurement: a path
+ * that delivers slowly keeps its bytes longer and so takes fewer new ones, in proportion to
+ * what it delivers (join the shortest queue); paths of equal weight that deliver alike
+ * share equally. An explicit rate estimate (bytes acknowledged per busy time) was used
+ * before and failed where the paths share a bottleneck (the receiver's CPU, its bus): a
+ * path's measured rate is then its share of that bottleneck, the path with the larger
+ * share looks faster and gets more, and the split ran to the limit (92 % / 8 % of a stream
+ * over two identical networks, every run). The estimate is still kept for diagnostics.
  */
 #ifndef PML_DR2_PATH_H
 #define PML_DR2_PATH_H
@@ -40,13 +51,13 @@
 #define PML_DR2_PATH_RATE_WINDOW_US 2000
 #define PML_DR2_PATH_RATE_WINDOW_BYTES (256 * 1024)
 
-/* In the choice of a path, none counts as slower than the fastest over this: a path once
- * measured slow (a sample taken while the receiver was busy) still gets a share of the
- * traffic, so it is measured again rather than starved for ever. */
-#define PML_DR2_PATH_RATE_FLOOR_DIVISOR 8
-
 typedef struct {
     uint32_t retry_budget;          /* ACK timer expiries of one vfrag before the path is down */
+    uint32_t evidence_budget;       /* the same while another path of the peer delivers
+                                     * (0: that rule is off) */
+    uint32_t evidence_silence_us;   /* ...and the vfrag unacknowledged for this long at least:
+                                     * ACK timeouts alone (2 ms and more) took healthy paths
+                                     * down on busy cores */
     uint32_t probe_interval_us;     /* first probe after a path went down */
     uint32_t probe_interval_max_us; /* probe backoff cap */
     uint32_t rto_initial_us, rto_min_us, rto_max_us; /* ACK timeout bounds (RFC 6298) */
@@ -60,7 +71,9 @@ typedef struct {
     /* ---- what it carries ---- */
     uint64_t queued_bytes;  /* of vfrags assigned to it and not yet acknowledged */
     uint64_t last_ack_us;   /* last time anything it carries was acknowledged */
-    /* ---- delivery rate ---- */
+    uint64_t last_heard_us; /* last time anything from the peer arrived on it */
+    double weight;          /* share of new vfrags relative to the other paths (> 0) */
+    /* ---- delivery rate (diagnostics only: see Scheduling above) ---- */
     double rate;            /* bytes per microsecond; 0: not measured yet */
     uint64_t busy_since_us; /* start of the current busy stretch (queued_bytes > 0) */
     uint64_t busy_us;       /* busy time in the current sample */
@@ -74,7 +87,7 @@ typedef struct {
     unsigned long downs, ups, probes_sent;
 } pml_dr2_path_state_t;
 
-/* A fresh path: up, no RTT sample, timeout rto_initial_us. */
+/* A fresh path: up, no RTT sample, timeout rto_initial_us, weight 1. */
 void pml_dr2_path_init(pml_dr2_path_state_t *p, const pml_dr2_path_params_t *params);
 
 /* A round-trip sample in microseconds: updates srtt, rttvar and rto (bounded). */
@@ -93,14 +106,31 @@ void pml_dr2_path_unassign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now
  * queued): the path works; feeds the delivery rate. */
 void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us);
 
-/* A vfrag the path carries expired its ACK timer for the `retries`-th time; its latest
- * transmission left at `sent_at_us`. True if the path is to be declared down: retries
- * reached the budget and nothing the path carries was acknowledged since that
- * transmission. (The latest, not the first: a vfrag sent before a cut, whose ACK the cut
- * swallowed after something later on the path was acknowledged, would otherwise never
- * condemn the path and be resent on it for ever.) */
-bool pml_dr2_path_timeout_says_down(const pml_dr2_path_state_t *p, uint32_t retries,
-                                    uint64_t sent_at_us, const pml_dr2_path_params_t *params);
+/* A vfrag carried by paths[index] (one of a peer's n paths) expired its ACK timer for the
+ * `retries`-th time at `now_us`; its latest transmission left at `sent_at_us`. True if that
+ * path is to be declared down: nothing it carries was acknowledged since that transmission,
+ * and retries reached the budget, or the evidence budget after evidence_silence_us while
+ * another path of the peer that is up showed the peer alive since then
+ * (pml_dr2_path_others_alive_since). (The latest transmission, not the first: a vfrag sent
+ * before a cut, whose ACK the cut swallowed after something later on the path was
+ * acknowledged, would otherwise never condemn the path and be resent on it for ever.)
+ * Never true with retry_budget 0 (only BTL errors take paths down). */
+bool pml_dr2_path_timeout_says_down(const pml_dr2_path_state_t *paths, int n, int index,
+                                    uint32_t retries, uint64_t sent_at_us, uint64_t now_us,
+                                    const pml_dr2_path_params_t *params);
+
+/* Another path than paths[index] among the n is up and, after `since_us`, had something
+ * it carries acknowledged or delivered something from the peer: the peer is alive. */
+bool pml_dr2_path_others_alive_since(const pml_dr2_path_state_t *paths, int n, int index,
+                                     uint64_t since_us);
+
+/* Something from the peer arrived on the path at `now_us`. */
+static inline void pml_dr2_path_heard(pml_dr2_path_state_t *p, uint64_t now_us)
+{
+    if (now_us > p->last_heard_us) {
+        p->last_heard_us = now_us;
+    }
+}
 
 /* Declare the path down (an error, or the verdict above); its first probe is due after
  * probe_interval_us. False if it was down already. */
@@ -123,8 +153,9 @@ uint32_t pml_dr2_path_probe_sent(pml_dr2_path_state_t *p, uint64_t now_us,
  * period may be a late echo from before the path failed again). */
 bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t now_us);
 
-/* Which of the n paths takes a new vfrag of `bytes`: the up path expected to finish it
- * first (see the top of this file); ties go to the lowest index. -1 if none is up. */
+/* Which of the n paths takes a new vfrag of `bytes`: the up path with the least
+ * (unacknowledged bytes + bytes) / weight (see the top of this file); ties go to the lowest
+ * index. -1 if none is up. */
 int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes);
 
 /* The up path with the longest ACK timeout among the n (`fallback` if none is up). An ACK

@@ -464,6 +464,23 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len
 
 /* ---- local-completion watchdog ------------------------------------------------------- */
 
+/* The path's transport has completed nothing of ours since path->wdog_since_us: for
+ * pml_dr2_local_timeout_us, or for pml_dr2_path_stall_us while another path to the same
+ * peer showed the peer alive (it reads, this path's transport does not move; if no other
+ * path has shown that, they are asked, and the next check has the answer). */
+static bool path_stuck(mca_pml_dr2_path_t *path, uint64_t now)
+{
+    mca_pml_dr2_peer_t *peer = path->peer;
+    uint64_t stuck_us = now - path->wdog_since_us;
+
+    if (stuck_us >= mca_pml_dr2.local_timeout_us) {
+        return true;
+    }
+    return stuck_us >= mca_pml_dr2.path_stall_us && peer->npaths > 1
+           && mca_pml_dr2_paths_up(peer) > 1
+           && mca_pml_dr2_paths_ask_alive(peer, path->index, path->wdog_since_us, now);
+}
+
 /* One path's watchdog; true if it expired now. */
 static bool path_watchdog(mca_pml_dr2_path_t *path, uint64_t now, bool we_were_away)
 {
@@ -478,19 +495,21 @@ static bool path_watchdog(mca_pml_dr2_path_t *path, uint64_t now, bool we_were_a
         path->wdog_expired = false;
         return false;
     }
-    if (path->wdog_expired || peer->failed || peer->closing
-        || now - path->wdog_since_us < mca_pml_dr2.local_timeout_us) {
+    if (path->wdog_expired || peer->failed || peer->closing || !path_stuck(path, now)) {
         return false;
     }
     path->wdog_expired = true;
     mca_pml_dr2.counters.local_timeouts++;
     DR2_VERBOSE(1,
                 "pml:dr2: the transport to %s (path %d, btl %s) completed none of the %d "
-                "segments it holds for us within pml_dr2_local_timeout_us (%u us): its ACK "
-                "timers stop waiting for them",
+                "segments it holds for us for %lu us (pml_dr2_local_timeout_us %u, "
+                "pml_dr2_path_stall_us %u while another path delivers): its ACK timers stop "
+                "waiting for them",
                 OMPI_NAME_PRINT(&peer->proc->super.proc_name), path->index,
                 path->bml_btl->btl->btl_component->btl_version.mca_component_name,
-                (int) mca_pml_dr2_path_inflight(path), mca_pml_dr2.local_timeout_us);
+                (int) mca_pml_dr2_path_inflight(path),
+                (unsigned long) (now - path->wdog_since_us), mca_pml_dr2.local_timeout_us,
+                mca_pml_dr2.path_stall_us);
     return true;
 }
 
@@ -504,8 +523,8 @@ int mca_pml_dr2_watchdog_check(uint64_t now)
      * cannot be blamed for what it did not complete meanwhile. */
     bool we_were_away = now - mca_pml_dr2.last_watchdog_us > mca_pml_dr2.local_timeout_us / 2;
 
-    /* a quarter of the timeout between checks: an expiry is seen at most 25 % late */
-    mca_pml_dr2.next_watchdog_us = now + mca_pml_dr2.local_timeout_us / 4 + 1;
+    /* a quarter of the shorter timeout between checks: an expiry is seen at most 25 % late */
+    mca_pml_dr2.next_watchdog_us = now + mca_pml_dr2.path_stall_us / 4 + 1;
     mca_pml_dr2.last_watchdog_us = now;
     OPAL_LIST_FOREACH (peer, &mca_pml_dr2.peers, mca_pml_dr2_peer_t) {
         bool expired = false;

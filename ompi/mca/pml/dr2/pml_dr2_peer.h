@@ -253,8 +253,18 @@ static inline uint64_t mca_pml_dr2_peer_inflight(const mca_pml_dr2_peer_t *peer)
     return n;
 }
 
+/* A segment of the peer arrived on path `index`: on a peer with several paths, evidence
+ * that the peer is alive for the others' failover (pml_dr2_path_others_alive_since). The
+ * clock is progress's last reading: older than the truth, which only weakens the evidence. */
+static inline void mca_pml_dr2_peer_heard(mca_pml_dr2_peer_t *peer, int index)
+{
+    if (OPAL_UNLIKELY(peer->npaths > 1)) {
+        pml_dr2_path_heard(&peer->path_state[index], mca_pml_dr2.now_us);
+    }
+}
+
 /* The local-completion watchdog, from progress (every quarter of
- * pml_dr2_local_timeout_us): a path whose BTL holds descriptors of ours and has completed
+ * pml_dr2_path_stall_us): a path whose BTL holds descriptors of ours and has completed
  * none of them for that long is reported (counter local_timeouts, verbose 1) and its ACK
  * timers stop waiting for local completion, so that its losses are recovered (the path
  * taken out, or with a retry limit the peer given up on) as for any other. Returns work

@@ -829,6 +829,7 @@ void mca_pml_dr2_drain_deferred(void)
         mca_pml_dr2_deferred_t *d = (mca_pml_dr2_deferred_t *) opal_list_remove_first(
             &mca_pml_dr2.deferred);
         d->peer->rx_path = d->path;
+        mca_pml_dr2_peer_heard(d->peer, d->path);
         mca_pml_dr2_recv_segment(d->peer, d->data, d->len);
         OBJ_DESTRUCT(&d->super);
         free(d);
@@ -914,6 +915,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
         /* ACKs sent alone go back on the path that delivered (pml_dr2_pending_ack_t) */
         peer->rx_path = OPAL_LIKELY(1 == peer->npaths) ? 0
                                                        : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
+        mca_pml_dr2_peer_heard(peer, peer->rx_path);
         mca_pml_dr2_recv_segment(peer, desc->des_segments[0].seg_addr.pval, len);
     }
     mca_pml_dr2_leave();

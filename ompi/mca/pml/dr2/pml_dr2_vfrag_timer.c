@@ -69,6 +69,25 @@ static void arm_timers(uint64_t now)
     }
 }
 
+/* A vfrag of a peer with several paths up expired its timer: is its path cut? Where no
+ * other path has shown the peer alive since the vfrag left, they are asked (the answer
+ * counts at the vfrag's next expiry), so that a peer idle on its other paths does not hold
+ * the failover to the full pml_dr2_path_retry_budget. */
+static bool path_silence_says_down(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t *v,
+                                   uint64_t now)
+{
+    if (pml_dr2_path_timeout_says_down(peer->path_state, peer->npaths, v->path, v->retries,
+                                       v->armed_at_us, now, &mca_pml_dr2.path_params)) {
+        return true;
+    }
+    if (mca_pml_dr2.path_params.evidence_budget > 0
+        && v->retries + 1 >= mca_pml_dr2.path_params.evidence_budget
+        && peer->path_state[v->path].last_ack_us < v->armed_at_us) {
+        (void) mca_pml_dr2_paths_ask_alive(peer, v->path, v->armed_at_us, now);
+    }
+    return false;
+}
+
 int mca_pml_dr2_timers_check(uint64_t now)
 {
     mca_pml_dr2_peer_t *peer;
@@ -102,12 +121,20 @@ int mca_pml_dr2_timers_check(uint64_t now)
                 mca_pml_dr2.counters.timeouts++;
                 v->retries++;
                 if (peer->npaths > 1 && mca_pml_dr2_paths_up(peer) > 1
-                    && pml_dr2_path_timeout_says_down(&peer->path_state[v->path], v->retries,
-                                                      v->armed_at_us, &mca_pml_dr2.path_params)) {
+                    && path_silence_says_down(peer, v, now)) {
                     /* a silent cut: the path goes, its vfrags (this one too) are resent on
                      * the others at once; the peer's retry limit is not involved */
-                    mca_pml_dr2_path_down(peer, v->path,
-                                          "no acknowledgement within pml_dr2_path_retry_budget");
+                    char why[200];
+                    snprintf(why, sizeof(why),
+                             "a vfrag unacknowledged for %" PRIu64 " us (%u timeouts of %u us "
+                             "and more, pml_dr2_path_%s_budget)%s",
+                             now - v->armed_at_us, v->retries,
+                             (unsigned) path_backoff_us(peer, v->path, 0),
+                             v->retries >= mca_pml_dr2.path_params.retry_budget ? "retry"
+                                                                                : "evidence",
+                             v->retries >= mca_pml_dr2.path_params.retry_budget
+                                 ? "" : " while another path showed the peer alive");
+                    mca_pml_dr2_path_down(peer, v->path, why);
                     work++;
                     continue;
                 }
