@@ -130,6 +130,15 @@ summary() { # summary DAT COLUMN: median over sizes, worst size and value, sizes
 }
 
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+# other runnable processes when a run started (loads.txt: column 7), the most over the runs
+others=$(awk 'BEGIN { m = 0 } $7 > m { m = $7 } END { print m }' "$RAW/loads.txt")
+if [ "$others" -le 1 ]; then
+    machine_note="**The machine ran nothing else** (at most $others other runnable process when a run
+started; load averages per run below); np 4 oversubscribes the $(nproc) cores."
+else
+    machine_note="**The machine was shared**: up to $others other runnable processes when a run
+started (load averages per run below); np 4 also oversubscribes the $(nproc) cores."
+fi
 md=$OUT/ftr-overhead.md
 {
     cat <<EOF
@@ -150,10 +159,8 @@ fills the result pool (its pages fault in once, as the application's own buffers
 trials measure the steady state, every later interval. $ROUNDS rounds, each running every
 configuration once ($runs runs in $elapsed s; $noisy of them started without $QUIET_WAIT s of quiet).
 
-**The machine was shared**: 2 cores, with other builds and tests running the
-whole time (load averages per run below); np 4 also oversubscribes the 2 cores. Single
-trials vary by orders of magnitude; what is comparable is FTR against MPI measured side by
-side. "paired" is the median over the rounds of each run's median paired ratio (each trial's
+$machine_note Single trials vary by up to 2x and more; what is comparable is FTR against MPI
+measured side by side. "paired" is the median over the rounds of each run's median paired ratio (each trial's
 FTR time over the MPI time measured right next to it), the estimate least disturbed by other
 jobs; "of medians" divides the medians of the two columns.
 
@@ -214,7 +221,11 @@ How to read this:
   memory than an in-place one. With 4 ranks on 2 cores every rank's copy is serialised
   with the others' work, so the ratios are higher there than on a machine with a core per
   rank. Across nodes the network, not the memory, bounds `MPI_Allreduce`, and the copy is
-  a smaller share.
+  a smaller share. Tried and measured slower (2026-11-26, np 2, checkpoint every 10):
+  reducing into one reused, cache-hot buffer, copying from it to the user's buffer and
+  streaming it into the kept buffer with non-temporal stores: 1.81-2.04x MPI from 1 MiB,
+  against 1.57-1.91x for the way described above, in the same minutes. Every kept result
+  is memory written once more, and from about 1 MiB the writes go to DRAM either way.
 - `coll_ftrabit_result_replicas` makes only that many ranks keep each result; the others
   reduce into one reused scratch buffer (hot in the caches) and copy nothing into the cache.
 EOF
