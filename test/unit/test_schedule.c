@@ -173,6 +173,15 @@ static void algorithm_choice(void)
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 8, 131072, true) == FTRABIT_BCAST_BINOMIAL);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 16 << 20, 4, 131072, true) == FTRABIT_BCAST_BINOMIAL);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_PIPELINE, 1 << 20, 8, 131072, true) == FTRABIT_BCAST_PIPELINE);
+    /* 4-7 ranks, 8 KiB up to 1 MiB: the root sends to all (as coll/tuned) */
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 65536, 4, 131072, true) == FTRABIT_BCAST_LINEAR);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 8192, 7, 131072, false) == FTRABIT_BCAST_LINEAR);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 524288, 4, 131072, false) == FTRABIT_BCAST_LINEAR);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 8191, 4, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 4, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 65536, 3, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 65536, 8, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_LINEAR, 8, 16, 131072, true) == FTRABIT_BCAST_LINEAR);
 }
 
 int main(void)

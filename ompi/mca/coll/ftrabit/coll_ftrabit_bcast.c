@@ -2,6 +2,8 @@
  * ompi-resilience: coll/ftrabit MPI_Bcast.
  *
  *   - binomial tree: log2(p) rounds of the whole message; latency-optimal;
+ *   - linear: the root sends the whole message to every rank; for a few ranks, where no
+ *     rank should wait for another to forward (coll_ftrabit_schedule.h);
  *   - pipeline: the message cut into segments that flow down a chain of ranks starting at
  *     the root; each rank forwards segment i while it receives segment i+1, so large
  *     messages take about (n + (p-2) * segment) / bandwidth.
@@ -51,6 +53,31 @@ static int ftrabit_bcast_binomial(char *buf, size_t count, ompi_datatype_t *dtyp
         }
     }
     return ompi_request_wait_all(nchildren, reqs, MPI_STATUSES_IGNORE);
+}
+
+static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype, int root,
+                                ompi_communicator_t *comm)
+{
+    int size = ompi_comm_size(comm), nreqs = 0, err = MPI_SUCCESS;
+    ompi_request_t **reqs;
+
+    if (ompi_comm_rank(comm) != root) {
+        return ftrabit_recv(buf, count, dtype, root, FTRABIT_TAG, comm);
+    }
+    reqs = malloc((size_t) size * sizeof(*reqs));
+    if (NULL == reqs) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (int peer = 0; peer < size && MPI_SUCCESS == err; peer++) {
+        if (peer != root) {
+            err = MCA_PML_CALL(isend(buf, count, dtype, peer, FTRABIT_TAG,
+                                     MCA_PML_BASE_SEND_STANDARD, comm, &reqs[nreqs]));
+            nreqs += MPI_SUCCESS == err ? 1 : 0;
+        }
+    }
+    int wait_err = ompi_request_wait_all(nreqs, reqs, MPI_STATUSES_IGNORE);
+    free(reqs);
+    return MPI_SUCCESS != err ? err : wait_err;
 }
 
 /* Segment `i` of the message: its first element and its length. */
@@ -152,10 +179,20 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
                                                    ompi_comm_size(comm),
                                                    c->bcast_pipeline_min_bytes,
                                                    ompi_mpi_oversubscribed);
+    int err;
     FTRABIT_VERBOSE(10, "coll:ftrabit: bcast of %d elements from %d on %s: %s", count, root,
                     ompi_comm_print_cid(comm),
-                    FTRABIT_BCAST_PIPELINE == alg ? "pipeline" : "binomial");
-    int err = FTRABIT_BCAST_PIPELINE == alg ? ftrabit_bcast_pipeline(buff, count, dtype, root, comm)
-                                            : ftrabit_bcast_binomial(buff, count, dtype, root, comm);
+                    FTRABIT_BCAST_PIPELINE == alg ? "pipeline"
+                    : FTRABIT_BCAST_LINEAR == alg ? "linear" : "binomial");
+    switch (alg) {
+    case FTRABIT_BCAST_PIPELINE:
+        err = ftrabit_bcast_pipeline(buff, count, dtype, root, comm);
+        break;
+    case FTRABIT_BCAST_LINEAR:
+        err = ftrabit_bcast_linear(buff, count, dtype, root, comm);
+        break;
+    default:
+        err = ftrabit_bcast_binomial(buff, count, dtype, root, comm);
+    }
     return ftrabit_collective_outcome(err, comm);
 }

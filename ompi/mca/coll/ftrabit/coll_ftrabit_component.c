@@ -50,6 +50,7 @@ static const mca_base_var_enum_value_t bcast_algorithms[] = {
     {FTRABIT_BCAST_AUTO, "auto"},
     {FTRABIT_BCAST_BINOMIAL, "binomial"},
     {FTRABIT_BCAST_PIPELINE, "pipeline"},
+    {FTRABIT_BCAST_LINEAR, "linear"},
     {0, NULL},
 };
 
@@ -154,8 +155,10 @@ static int ftrabit_register(void)
 
     c->bcast_algorithm = FTRABIT_BCAST_AUTO;
     register_enum("bcast_algorithm",
-                  "MPI_Bcast algorithm: auto (by size), binomial (latency-optimal tree), "
-                  "pipeline (segmented chain from the root, bandwidth-optimal)",
+                  "MPI_Bcast algorithm: auto (by size and ranks: linear for 4-7 ranks from "
+                  "8 KiB to 1 MiB, as coll/tuned), binomial (latency-optimal tree), "
+                  "pipeline (segmented chain from the root, bandwidth-optimal), linear (the "
+                  "root sends to every rank)",
                   bcast_algorithms, &c->bcast_algorithm);
 
     c->bcast_pipeline_min_bytes = 131072;

@@ -131,6 +131,10 @@ ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t byte
     if (FTRABIT_BCAST_AUTO != forced) {
         return forced;
     }
+    if (size >= FTRABIT_BCAST_LINEAR_MIN_RANKS && size <= FTRABIT_BCAST_LINEAR_MAX_RANKS
+        && bytes >= FTRABIT_BCAST_LINEAR_MIN_BYTES && bytes < FTRABIT_BCAST_LINEAR_MAX_BYTES) {
+        return FTRABIT_BCAST_LINEAR;
+    }
     return (bytes >= pipeline_min_bytes && size > 2 && !cores_shared) ? FTRABIT_BCAST_PIPELINE
                                                                       : FTRABIT_BCAST_BINOMIAL;
 }

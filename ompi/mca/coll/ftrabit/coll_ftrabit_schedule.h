@@ -27,7 +27,20 @@ typedef enum {
     FTRABIT_BCAST_AUTO = 0,
     FTRABIT_BCAST_BINOMIAL = 1,
     FTRABIT_BCAST_PIPELINE = 2,
+    FTRABIT_BCAST_LINEAR = 3,
 } ftrabit_bcast_alg_t;
+
+/* Under auto, communicators of FTRABIT_BCAST_LINEAR_MIN_RANKS to FTRABIT_BCAST_LINEAR_MAX_RANKS
+ * ranks broadcast messages from FTRABIT_BCAST_LINEAR_MIN_BYTES up to (not including)
+ * FTRABIT_BCAST_LINEAR_MAX_BYTES by the root sending to every rank: no rank waits for another
+ * to forward, which a tree's inner rank does (for its turn on a core where cores are shared).
+ * The same range as coll/tuned's fixed decision in Open MPI 5.0 (basic_linear for 4-7 ranks,
+ * 8 KiB - 1 MiB); binomial took 1.2-1.6x tuned's time there at 4 ranks on 2 cores. Three
+ * ranks: binomial already is the root sending to both. */
+#define FTRABIT_BCAST_LINEAR_MIN_RANKS 4
+#define FTRABIT_BCAST_LINEAR_MAX_RANKS 7
+#define FTRABIT_BCAST_LINEAR_MIN_BYTES 8192
+#define FTRABIT_BCAST_LINEAR_MAX_BYTES 1048576
 
 /*
  * Folding a communicator of `size` ranks onto the largest power of two p2 <= size:
