@@ -352,7 +352,9 @@ static int dr2_register(void)
                           m->path_counters.downs);
     register_path_counter("path_ups", "Per path: times a probe brought it back into use",
                           m->path_counters.ups);
-    register_path_counter("path_probes", "Per path: probes sent while it was out",
+    register_path_counter("path_probes",
+                          "Per path: probes sent on it (while it was out, or to ask whether "
+                          "the peer is alive while another of its paths is silent)",
                           m->path_counters.probes);
     register_counter("fast_retransmits", "Fragments resent because an ACK showed a gap",
                      &c->fast_retransmits);
