@@ -125,6 +125,10 @@ mpi dr2/invalid-probe-interval 2 \
     "${DR2[@]}" --mca pml_dr2_path_probe_interval_us 0
 mpi dr2/invalid-local-timeout 2 "abort:pml_dr2_local_timeout_us has an invalid value" \
     test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_local_timeout_us 0
+mpi dr2/invalid-stall 2 "abort:pml_dr2_path_stall_us has an invalid value" \
+    test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_path_stall_us 0
+mpi dr2/invalid-evidence-budget 2 "abort:pml_dr2_path_evidence_budget has an invalid value" \
+    test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_path_evidence_budget 9
 ft kill-rank1-over-dr2 4 "1:7" "${DR2[@]}"
 ft kill-two-adjacent-over-dr2 4 "1:7 2:7" "${DR2[@]}"
 

@@ -59,13 +59,14 @@ static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype,
                                 ompi_communicator_t *comm)
 {
     int size = ompi_comm_size(comm), nreqs = 0, err = MPI_SUCCESS;
-    ompi_request_t **reqs;
+    ompi_request_t *few[FTRABIT_BCAST_LINEAR_MAX_RANKS], **reqs = few;
 
     if (ompi_comm_rank(comm) != root) {
         return ftrabit_recv(buf, count, dtype, root, FTRABIT_TAG, comm);
     }
-    reqs = malloc((size_t) size * sizeof(*reqs));
-    if (NULL == reqs) {
+    /* auto picks linear for a few ranks only: no allocation per call then */
+    if (size > FTRABIT_BCAST_LINEAR_MAX_RANKS
+        && NULL == (reqs = malloc((size_t) size * sizeof(*reqs)))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     for (int peer = 0; peer < size && MPI_SUCCESS == err; peer++) {
@@ -76,7 +77,9 @@ static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype,
         }
     }
     int wait_err = ompi_request_wait_all(nreqs, reqs, MPI_STATUSES_IGNORE);
-    free(reqs);
+    if (reqs != few) {
+        free(reqs);
+    }
     return MPI_SUCCESS != err ? err : wait_err;
 }
 

@@ -222,8 +222,8 @@ static int ftrabit_register(void)
                  "For testing recovery: where coll_ftrabit_test_kill_in_recovery's process dies: "
                  "0 at the start of the rebuild, right after the failed set is agreed; 1 right "
                  "after the survivors exchanged which original ranks are dead and on which hosts "
-                 "they run (the spawn comes next); 2 right after MPI_Comm_spawn returned (the merge with the replacements "
-                 "comes next)",
+                 "they run (the spawn comes next); 2 right after MPI_Comm_spawn returned (the "
+                 "merge with the replacements comes next)",
                  OPAL_INFO_LVL_9, &c->test_kill_in_recovery_step);
 
     c->test_kill_in_catch_up = -1;

@@ -184,7 +184,7 @@ static int ftrabit_spawn_replacements(const ftrabit_state_t *st, MPI_Comm shrunk
  * intercommunicator (survivors and replacements agree together). `err`: how the step
  * started here (the survivors' rank 0 sends the join records first). */
 int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, int err,
-                                           MPI_Comm *rebuilt)
+                                    MPI_Comm *rebuilt)
 {
     MPI_Comm merged = MPI_COMM_NULL;
 
@@ -212,7 +212,6 @@ int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebuilt)
 {
     int *dead = NULL, ndead = 0, err, rank;
     MPI_Comm inter;
-
     ftrabit_spawn_args_t args = {0};
 
     *rebuilt = MPI_COMM_NULL;

@@ -444,10 +444,10 @@ int mca_pml_dr2_dump(struct ompi_communicator_t *comm, int verbose)
                 const pml_dr2_path_state_t *st = &peer->path_state[i];
                 opal_output(0,
                             "pml:dr2:   path %d (btl %s): %s, srtt %u us, rto %u us, %" PRIu64
-                            " bytes queued, %.1f MB/s, %" PRIu64 " segments in the BTL",
+                            " bytes queued, %" PRIu64 " segments in the BTL",
                             i, peer->paths[i].bml_btl->btl->btl_component->btl_version.mca_component_name,
                             st->up ? "up" : "down", st->srtt_us, st->rto_us, st->queued_bytes,
-                            st->rate, mca_pml_dr2_path_inflight(&peer->paths[i]));
+                            mca_pml_dr2_path_inflight(&peer->paths[i]));
             }
         }
     }

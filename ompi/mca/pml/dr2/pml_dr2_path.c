@@ -50,54 +50,20 @@ uint64_t pml_dr2_path_backoff_us(const pml_dr2_path_state_t *p, uint32_t retries
     return t > params->rto_max_us ? params->rto_max_us : t;
 }
 
-/* The current busy stretch ends or is sampled at `now`: its time joins the sample. */
-static void busy_account(pml_dr2_path_state_t *p, uint64_t now_us)
+void pml_dr2_path_assign(pml_dr2_path_state_t *p, uint64_t bytes)
 {
-    if (now_us > p->busy_since_us) {
-        p->busy_us += now_us - p->busy_since_us;
-    }
-    p->busy_since_us = now_us;
-}
-
-static void queued_drop(pml_dr2_path_state_t *p, uint64_t bytes)
-{
-    p->queued_bytes = bytes < p->queued_bytes ? p->queued_bytes - bytes : 0;
-}
-
-void pml_dr2_path_assign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us)
-{
-    if (0 == p->queued_bytes) {
-        p->busy_since_us = now_us; /* idle time is no measure of the path */
-    }
     p->queued_bytes += bytes;
 }
 
-void pml_dr2_path_unassign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us)
+void pml_dr2_path_unassign(pml_dr2_path_state_t *p, uint64_t bytes)
 {
-    if (p->queued_bytes > 0) {
-        busy_account(p, now_us);
-    }
-    queued_drop(p, bytes);
+    p->queued_bytes = bytes < p->queued_bytes ? p->queued_bytes - bytes : 0;
 }
 
 void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us)
 {
     p->last_ack_us = now_us;
-    if (0 == bytes) {
-        return;
-    }
-    if (p->queued_bytes > 0) {
-        busy_account(p, now_us);
-    }
-    queued_drop(p, bytes);
-    p->rate_bytes += bytes;
-    if (p->busy_us >= PML_DR2_PATH_RATE_WINDOW_US
-        && p->rate_bytes >= PML_DR2_PATH_RATE_WINDOW_BYTES) {
-        double sample = (double) p->rate_bytes / (double) p->busy_us;
-        p->rate = 0.0 == p->rate ? sample : 0.75 * p->rate + 0.25 * sample;
-        p->busy_us = 0;
-        p->rate_bytes = 0;
-    }
+    pml_dr2_path_unassign(p, bytes);
 }
 
 bool pml_dr2_path_others_alive_since(const pml_dr2_path_state_t *paths, int n, int index,

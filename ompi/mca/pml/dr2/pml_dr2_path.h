@@ -4,8 +4,8 @@
  * Pure logic, no MPI. Every BTL the BML offers for a peer (two tcp modules on two
  * networks, say) is a path. The reliability state (vfrag ids, windows, ACK masks) belongs
  * to the peer, so any fragment or ACK may travel on any path; what differs between paths is
- * kept here: whether it works, how long its round trip is, how fast it delivers and how
- * much of the peer's data it currently carries.
+ * kept here: whether it works, how long its round trip is, how much of the peer's data it
+ * currently carries and its weight.
  *
  * Health. A path is up until
  *  - its BTL reports an error for it (pml_dr2_path_fail), or
@@ -14,12 +14,13 @@
  *    (pml_dr2_path_timeout_says_down): the silent cut, where a firewall drops everything
  *    and no error ever comes; or
  *  - the same after only `evidence_budget` expiries, and at least `evidence_silence_us`,
- *    when another path of the peer showed the peer alive since that vfrag was sent (something it carries was acknowledged, or
- *    something from the peer arrived on it, e.g. the answer to a liveness probe): the peer
- *    is alive and reading, so the silence is the path's. Time alone cannot tell a cut from
- *    a receiver that is descheduled or busy, which is why the plain budget is long; a
- *    descheduled receiver acknowledges and answers nothing on any path, so the evidence
- *    rule can be quick without taking down paths that were only waiting.
+ *    when another path of the peer showed the peer alive since that vfrag was sent
+ *    (something it carries was acknowledged, or something from the peer arrived on it, e.g.
+ *    the answer to a liveness probe): the peer is alive and reading, so the silence is the
+ *    path's. Time alone cannot tell a cut from a receiver that is descheduled or busy,
+ *    which is why the plain budget is long; a descheduled receiver acknowledges and answers
+ *    nothing on any path, so the evidence rule can be quick without taking down paths that
+ *    were only waiting.
  * A down path is probed: a probe goes out after `probe_interval_us`, then at doubling
  * intervals up to `probe_interval_max_us`; the first answer to any probe of the current
  * down period brings it back up (pml_dr2_path_probe_answered).
@@ -29,11 +30,11 @@
  * (its BTL's advertised bandwidth). The unacknowledged bytes are the measurement: a path
  * that delivers slowly keeps its bytes longer and so takes fewer new ones, in proportion to
  * what it delivers (join the shortest queue); paths of equal weight that deliver alike
- * share equally. An explicit rate estimate (bytes acknowledged per busy time) was used
- * before and failed where the paths share a bottleneck (the receiver's CPU, its bus): a
- * path's measured rate is then its share of that bottleneck, the path with the larger
- * share looks faster and gets more, and the split ran to the limit (92 % / 8 % of a stream
- * over two identical networks, every run). The estimate is still kept for diagnostics.
+ * share equally. Not an explicit rate estimate (bytes acknowledged per busy time): where
+ * the paths share a bottleneck (the receiver's CPU, its bus) a path's measured rate is its
+ * share of that bottleneck, the path with the larger share looks faster and gets more, and
+ * the split runs to the limit (92 % / 8 % of a stream over two identical networks,
+ * measured).
  */
 #ifndef PML_DR2_PATH_H
 #define PML_DR2_PATH_H
@@ -44,12 +45,6 @@
 
 /* Paths per peer: the BTLs of one peer beyond this are not used. */
 #define PML_DR2_PATH_MAX 4
-
-/* Delivery-rate samples cover at least this much busy time (microseconds) and this many
- * bytes: ACKs come in bursts, a shorter window measures the burst, not the path; and a few
- * small messages measure the peer's reply latency, not the path's bandwidth. */
-#define PML_DR2_PATH_RATE_WINDOW_US 2000
-#define PML_DR2_PATH_RATE_WINDOW_BYTES (256 * 1024)
 
 typedef struct {
     uint32_t retry_budget;          /* ACK timer expiries of one vfrag before the path is down */
@@ -73,11 +68,6 @@ typedef struct {
     uint64_t last_ack_us;   /* last time anything it carries was acknowledged */
     uint64_t last_heard_us; /* last time anything from the peer arrived on it */
     double weight;          /* share of new vfrags relative to the other paths (> 0) */
-    /* ---- delivery rate (diagnostics only: see Scheduling above) ---- */
-    double rate;            /* bytes per microsecond; 0: not measured yet */
-    uint64_t busy_since_us; /* start of the current busy stretch (queued_bytes > 0) */
-    uint64_t busy_us;       /* busy time in the current sample */
-    uint64_t rate_bytes;    /* bytes acknowledged in the current sample */
     /* ---- probing while down ---- */
     uint64_t next_probe_us;
     uint32_t probe_interval_us;
@@ -99,11 +89,11 @@ uint64_t pml_dr2_path_backoff_us(const pml_dr2_path_state_t *p, uint32_t retries
                                  const pml_dr2_path_params_t *params);
 
 /* `bytes` of a vfrag are now carried by the path (new, or moved from another path). */
-void pml_dr2_path_assign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us);
+void pml_dr2_path_assign(pml_dr2_path_state_t *p, uint64_t bytes);
 /* `bytes` it carried are no longer its (moved away or abandoned, not acknowledged). */
-void pml_dr2_path_unassign(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us);
-/* `bytes` it carried were acknowledged (`bytes` 0: part of a vfrag, the rest still
- * queued): the path works; feeds the delivery rate. */
+void pml_dr2_path_unassign(pml_dr2_path_state_t *p, uint64_t bytes);
+/* `bytes` it carried were acknowledged at `now_us` (`bytes` 0: part of a vfrag, the rest
+ * still queued): the path works. */
 void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us);
 
 /* A vfrag carried by paths[index] (one of a peer's n paths) expired its ACK timer for the

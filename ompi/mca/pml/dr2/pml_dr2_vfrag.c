@@ -170,7 +170,7 @@ static void vfrag_start(mca_pml_dr2_vfrag_t *v, mca_pml_dr2_txmsg_t *msg, uint8_
     v->retries = 0;
     v->retransmitted = false;
     v->path = (uint8_t) path;
-    pml_dr2_path_assign(&peer->path_state[path], vfrag_wire_bytes(v), mca_pml_dr2.now_us);
+    pml_dr2_path_assign(&peer->path_state[path], vfrag_wire_bytes(v));
     opal_list_append(&peer->tx_unacked, &v->super.super);
     vfrag_index(peer, v);
     msg->vfrags_live++;
@@ -586,8 +586,8 @@ void mca_pml_dr2_vfrag_move(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, in
 {
     uint64_t bytes = vfrag_wire_bytes(v);
 
-    pml_dr2_path_unassign(&peer->path_state[v->path], bytes, mca_pml_dr2.now_us);
-    pml_dr2_path_assign(&peer->path_state[to], bytes, mca_pml_dr2.now_us);
+    pml_dr2_path_unassign(&peer->path_state[v->path], bytes);
+    pml_dr2_path_assign(&peer->path_state[to], bytes);
     v->path = (uint8_t) to;
     v->local_mark = peer->paths[to].tx_handed;
 }

@@ -248,8 +248,7 @@ void mca_pml_dr2_txmsg_abort(mca_pml_dr2_txmsg_t *msg, int error)
             continue;
         }
         vfrag_leave_flight(peer, v);
-        pml_dr2_path_unassign(&peer->path_state[v->path], vfrag_wire_bytes(v),
-                              mca_pml_dr2.now_us);
+        pml_dr2_path_unassign(&peer->path_state[v->path], vfrag_wire_bytes(v));
         vfrag_free(v);
     }
     mca_pml_dr2_txmsg_finish(msg, error);
