@@ -8,6 +8,7 @@ unit test_ftrabit_pool
 unit test_ftrabit_bootstrap
 unit test_ftrabit_typesig
 unit test_ftrabit_recovery
+unit test_ftrabit_recovery_sim
 unit test_ftrabit_spare_plan
 unit test_dr2_crc
 unit test_dr2_hdr
