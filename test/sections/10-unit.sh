@@ -12,6 +12,7 @@ unit test_ftrabit_recovery_sim
 unit test_ftrabit_spare_plan
 unit test_dr2_crc
 unit test_dr2_hdr
+unit test_dr2_hdr_eager
 unit test_dr2_window
 unit test_dr2_rxcheck
 unit test_dr2_copychoice
