@@ -4,7 +4,10 @@
  * draws them from a seed; docs/campaign.md has the results).
  *
  * Each iteration runs FTR_Allreduce on BYTES of data of the chosen type, then FTR_Bcast of
- * the same buffer from a root that moves with the iteration; every EVERY iterations
+ * the same buffer from a root that moves with the iteration (original rank (7 it + 3) mod
+ * np, or under shrink the next original rank still there if that one is gone: never a
+ * number that renumbering changes, as the README asks of shrink programs); every EVERY
+ * iterations
  * FTR_Checkpoint. The data bytes of every result (never the padding) are
  * folded into a running hash kept in the global checkpoint, so a replacement that replays
  * must be served exactly the results the others got. There is no collective after the last
@@ -312,14 +315,36 @@ static int bcast_value(int root_orig, int it, size_t i)
     return (int) (mix(((uint64_t) root_orig << 40) ^ ((uint64_t) it << 24) ^ i) & 0x7fffffff);
 }
 
+/* The root of iteration `it` in comm: original rank (7 it + 3) mod np, a choice the
+ * renumbering by shrink does not change; if that process is gone (shrink), the next
+ * original rank that is still there. Respawn (spares included) keeps the numbers. */
+static int root_of_iteration(MPI_Comm comm, int it, int shrinking)
+{
+    int size, world_size, root = MPI_UNDEFINED;
+    MPI_Comm_size(comm, &size);
+    if (!shrinking) {
+        return (it * 7 + 3) % size;
+    }
+    MPI_Group group, world_group;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    for (int k = 0; k < world_size && MPI_UNDEFINED == root; k++) {
+        int orig = (it * 7 + 3 + k) % world_size;
+        MPI_Group_translate_ranks(world_group, 1, &orig, group, &root);
+    }
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    return root;
+}
+
 /* The root (moving with the iteration) sends values of its original rank; every rank
  * checks them, and folds them into h. */
 static uint64_t bcast_step(data_t *d, MPI_Comm *comm, int it, uint64_t h, int shrinking)
 {
-    int rank, size;
+    int rank;
     MPI_Comm_rank(*comm, &rank);
-    MPI_Comm_size(*comm, &size);
-    int root = (it * 7 + 3) % size;
+    int root = root_of_iteration(*comm, it, shrinking);
     size_t n = d->elements;
     double *x = d->buf;
     int *ints = d->buf; /* padded: an int at the start of every 8 bytes */

@@ -25,6 +25,10 @@
  *                    held between checkpoints holds at least the last interval's results
  *                    (kept for reuse) and is the same at every checkpoint after the first
  *                    (the pool reuses it: steady state allocates nothing)
+ *   --replay-differs root|op   with --kill: the replacement replays with another broadcast
+ *                    root (root + 1), or with MPI_MAX instead of MPI_SUM in the 8-byte
+ *                    allreduce; the cached result must be refused (MPI_ERR_ROOT, MPI_ERR_OP),
+ *                    not served: the replacement says "replay refused" and aborts the job
  *
  * Output: "mpitest: rank R done" per rank, and from rank 0 "mpitest ft_results: np N: PASS"
  * (or FAIL). Run with --with-ft ulfm.
@@ -43,6 +47,7 @@
 #define HOLE (-7.0)
 
 static int failures, rank, size, original_rank, is_replacement;
+static const char *replay_differs = ""; /* "root", "op" or "" */
 
 #define MAX_KILLS 8
 static struct {
@@ -111,10 +116,35 @@ static void ftr_check(int err, const char *what)
     }
 }
 
+/* The replacement's replay with other arguments than the first run (--replay-differs):
+ * the call must be refused with `want`; then the job ends. */
+static void replay_refused(MPI_Comm world, int err, int want, const char *what)
+{
+    if (err == want) {
+        printf("mpitest ft_results: rank %d: replay refused: %s returned %d as it must\n",
+               original_rank, what, err);
+        fflush(stdout);
+        /* What an application does on an error it cannot handle. From a replacement, Open
+         * MPI 5.0.7 ends only the replacement's own job (ompi_rte_abort_peers does nothing),
+         * so the survivors replace it again: coll_ftrabit_recoveries_without_progress ends
+         * the job. */
+        MPI_Abort(world, 3);
+    }
+    ftr_check(err, what);
+    printf("mpitest ft_results: rank %d: FAIL %s with other arguments was served\n",
+           original_rank, what);
+    fflush(stdout);
+    MPI_Abort(world, 4);
+}
+
 static void one_iteration(MPI_Comm *world, int it, double *big, double *strided, int *ints,
                           MPI_Datatype vector, MPI_Op sum)
 {
     double one = contribution(original_rank, it, 0);
+    if (is_replacement && !strcmp(replay_differs, "op")) {
+        replay_refused(*world, FTR_Allreduce(&one, 1, MPI_DOUBLE, MPI_MAX, world), MPI_ERR_OP,
+                       "FTR_Allreduce (8 B)");
+    }
     ftr_check(FTR_Allreduce(&one, 1, MPI_DOUBLE, MPI_SUM, world), "FTR_Allreduce (8 B)");
     check(one == expected_sum(it, 0), "8-byte allreduce result", it);
 
@@ -142,6 +172,10 @@ static void one_iteration(MPI_Comm *world, int it, double *big, double *strided,
     int root = it % size;
     for (int i = 0; i < BCAST_COUNT; i++) {
         ints[i] = original_rank == root ? it * 100000 + i : -1;
+    }
+    if (is_replacement && !strcmp(replay_differs, "root")) {
+        replay_refused(*world, FTR_Bcast(ints, BCAST_COUNT, MPI_INT, (root + 1) % size, world),
+                       MPI_ERR_ROOT, "FTR_Bcast");
     }
     ftr_check(FTR_Bcast(ints, BCAST_COUNT, MPI_INT, root, world), "FTR_Bcast");
     ok = 1;
@@ -212,6 +246,9 @@ int main(int argc, char **argv)
             kills[nkills].after_big = 3 == n && !strcmp(where, "after-big");
             bad_usage |= n < 2 || (3 == n && !kills[nkills].after_big);
             nkills++;
+        } else if (!strcmp(argv[i], "--replay-differs") && i + 1 < argc) {
+            replay_differs = argv[++i];
+            bad_usage |= strcmp(replay_differs, "root") && strcmp(replay_differs, "op");
         } else if (!strcmp(argv[i], "--memory") && i + 1 < argc) {
             memory = 1;
             replicas = atoi(argv[++i]);
@@ -219,10 +256,12 @@ int main(int argc, char **argv)
             bad_usage = 1;
         }
     }
-    if (bad_usage || iterations < 1 || every < 1 || (memory && nkills > 0)) {
+    if (bad_usage || iterations < 1 || every < 1 || (memory && nkills > 0)
+        || (*replay_differs && 0 == nkills)) {
         if (0 == rank) {
             fprintf(stderr, "usage: ft_results [--iterations N] [--every N] "
-                            "[--kill R:I[:after-big]... | --memory REPLICAS]\n");
+                            "[--kill R:I[:after-big]... [--replay-differs root|op] | "
+                            "--memory REPLICAS]\n");
         }
         MPI_Finalize();
         return 2;

@@ -364,6 +364,23 @@ mpi ft/results/kill-rank1 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:
 mpi ft/results/kill-rank0-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
     --mca coll_ftrabit_result_replicas 2 -- --kill 0:6
 mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:9
+# A replacement that replays with another root or op than the first run is refused, not
+# served the first run's result (another root's data); a result's root is kept as its
+# original rank, which is also what protects a broadcast retried after a shrink. The
+# replacement then aborts, which ends only its own job, and is replaced again and again
+# until coll_ftrabit_recoveries_without_progress (8) ends the job.
+mpi ft/results/replay-other-root-refused 4 \
+    "abort:is a broadcast from original rank 1 here, but its result was made by a broadcast from original rank 0" \
+    test/mpi/ft_results --with-ft ulfm -- --kill 1:6 --replay-differs root
+mpi ft/results/replay-other-op-refused 4 \
+    "abort:is an allreduce with MPI_MAX here, but its result was made by an allreduce with MPI_SUM" \
+    test/mpi/ft_results --with-ft ulfm -- --kill 1:6 --replay-differs op
+# Such a replacement aborts, is replaced, and aborts again: the survivors give up after
+# coll_ftrabit_recoveries_without_progress recoveries in a row that completed nothing.
+mpi ft/results/replacement-crash-loop-ends 4 \
+    "abort:recovery is not possible: 2 recoveries in a row found no collective completed" \
+    test/mpi/ft_results --with-ft ulfm --mca coll_ftrabit_recoveries_without_progress 2 \
+    -- --kill 1:6 --replay-differs op
 # The same for a 1 MiB allreduce (its result is held in the buffer it was reduced into):
 # collective 19 is kept by ranks 3 and 0 (np 4, 2 replicas), who die right after it.
 mpi ft/results/keepers-of-last-1MiB-allreduce-die 4 pass test/mpi/ft_results --with-ft ulfm \

@@ -8,28 +8,21 @@ ompi_info_lists_ftrabit() {
           "$OMPI_PREFIX/bin/ompi_info" --param coll ftrabit --level 9) || return 1
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
-             bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib spares; do
+             bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib spares \
+             recoveries_without_progress; do
         grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
     done
 }
 
-invalid_segment_size_is_refused() {
-    # The component refuses to open with a clear message; the job still runs on tuned.
-    local out=$logs/invalid-segment-size.out rc
-    timeout -k 10 "$timeout_s" "${mpirun[@]}" --mca coll_ftrabit_bcast_segment_bytes 0 -np 2 \
+# A wrong value of a parameter (NAME VALUE): the component refuses to open with a clear
+# message; the job still runs on tuned.
+param_is_refused() {
+    local out=$logs/invalid-$1.out rc
+    timeout -k 10 "$timeout_s" "${mpirun[@]}" --mca "$1" "$2" -np 2 \
         "$build/test/mpi/coll_selection" excluded </dev/null >"$out" 2>&1
     rc=$?
     cat "$out"
-    [ $rc -eq 0 ] && grep -aq "coll_ftrabit_bcast_segment_bytes has an invalid value" "$out"
-}
-
-invalid_pool_bound_is_refused() {
-    local out=$logs/invalid-pool-bound.out rc
-    timeout -k 10 "$timeout_s" "${mpirun[@]}" --mca coll_ftrabit_result_pool_mib -2 -np 2 \
-        "$build/test/mpi/coll_selection" excluded </dev/null >"$out" 2>&1
-    rc=$?
-    cat "$out"
-    [ $rc -eq 0 ] && grep -aq "coll_ftrabit_result_pool_mib has an invalid value" "$out"
+    [ $rc -eq 0 ] && grep -aq "$1 has an invalid value" "$out"
 }
 
 # `make install` puts a man page for every FTR_* function where man finds it, and each
@@ -56,5 +49,7 @@ man_pages_installed() {
 echo "== installation and parameters"
 check install/ompi_info-lists-ftrabit ompi_info_lists_ftrabit
 check install/man-pages man_pages_installed
-check params/invalid-segment-size-refused invalid_segment_size_is_refused
-check params/invalid-pool-bound-refused invalid_pool_bound_is_refused
+check params/invalid-segment-size-refused param_is_refused coll_ftrabit_bcast_segment_bytes 0
+check params/invalid-pool-bound-refused param_is_refused coll_ftrabit_result_pool_mib -2
+check params/invalid-recoveries-without-progress-refused param_is_refused \
+    coll_ftrabit_recoveries_without_progress -1

@@ -33,11 +33,21 @@ static void result_bytes(uint64_t seq, unsigned char *out)
     }
 }
 
+/* The key a test result is stored under: broadcasts from varying roots, so that a key
+ * that does not travel with its result through pack and unpack shows. */
+static uint64_t key_of(uint64_t seq)
+{
+    return ftrabit_key(FTRABIT_KEY_BCAST, (uint32_t) (seq % 7));
+}
+
+#define KEY ftrabit_key(FTRABIT_KEY_ALLREDUCE, 3)
+static uint64_t got_key; /* what ftrabit_cache_get says an entry's key is */
+
 static int put_result(ftrabit_cache_t *c, uint64_t seq)
 {
     unsigned char b[32];
     result_bytes(seq, b);
-    return ftrabit_cache_put(c, seq, b, result_len(seq));
+    return ftrabit_cache_put(c, seq, key_of(seq), b, result_len(seq));
 }
 
 static int holds_result(const ftrabit_cache_t *c, uint64_t seq)
@@ -46,8 +56,8 @@ static int holds_result(const ftrabit_cache_t *c, uint64_t seq)
     const void *data;
     size_t len;
     result_bytes(seq, want);
-    return FTRABIT_CACHE_OK == ftrabit_cache_get(c, seq, &data, &len) && len == result_len(seq)
-           && 0 == memcmp(data, want, len);
+    return FTRABIT_CACHE_OK == ftrabit_cache_get(c, seq, &got_key, &data, &len)
+           && got_key == key_of(seq) && len == result_len(seq) && 0 == memcmp(data, want, len);
 }
 
 /* Sorted, distinct, and `bytes` is the exact sum of the lengths. */
@@ -70,7 +80,8 @@ static int same_contents(const ftrabit_cache_t *a, const ftrabit_cache_t *b)
     }
     for (size_t i = 0; i < a->count; i++) {
         const ftrabit_cache_entry_t *x = &a->entries[i], *y = &b->entries[i];
-        if (x->seq != y->seq || x->len != y->len || (x->len && memcmp(x->data, y->data, x->len))) {
+        if (x->seq != y->seq || x->key != y->key || x->len != y->len
+            || (x->len && memcmp(x->data, y->data, x->len))) {
             return 0;
         }
     }
@@ -88,7 +99,7 @@ static void empty_cache(void)
     CHECK(0 == c.count && 0 == c.bytes);
     CHECK(0 == ftrabit_cache_range(&c, &lo, &hi));
     CHECK(7 == lo && 7 == hi);
-    CHECK(FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, 0, &data, &len));
+    CHECK(FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, 0, &got_key, &data, &len));
     CHECK(ftrabit_cache_holds(&c, 5, 4));
     CHECK(!ftrabit_cache_holds(&c, 1, 1));
     ftrabit_cache_drop_through(&c, UINT64_MAX);
@@ -116,8 +127,8 @@ static void put_get_in_any_order(void)
     CHECK(ftrabit_cache_range(&c, &lo, &hi) && 0 == lo && UINT64_MAX == hi);
     const void *data;
     size_t len;
-    CHECK(FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, 10, &data, &len));
-    CHECK(FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, UINT64_MAX - 1, &data, &len));
+    CHECK(FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, 10, &got_key, &data, &len));
+    CHECK(FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, UINT64_MAX - 1, &got_key, &data, &len));
     ftrabit_cache_fini(&c);
 }
 
@@ -126,29 +137,37 @@ static void put_is_idempotent_and_refuses_other_results(void)
     ftrabit_cache_t c;
     ftrabit_cache_init(&c);
     const unsigned char a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 5};
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 10, a, 4));
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 10, a, 4));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 10, KEY, a, 4));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 10, KEY, a, 4));
     CHECK(1 == c.count && 4 == c.bytes);
-    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 10, b, 4));
-    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 10, a, 3));
-    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 10, NULL, 0));
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 10, KEY, b, 4));
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 10, KEY, a, 3));
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 10, KEY, NULL, 0));
+    /* The same bytes from another root or op are another result. */
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 10, KEY + 1, a, 4));
+    CHECK(FTRABIT_CACHE_EXISTS
+          == ftrabit_cache_put(&c, 10, ftrabit_key(FTRABIT_KEY_BCAST, 3), a, 4));
     CHECK(1 == c.count && 4 == c.bytes);
+    const void *kept;
+    size_t kept_len;
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 10, &got_key, &kept, &kept_len));
+    CHECK(KEY == got_key && 4 == kept_len);
 
     /* An empty result is a result: stored, gettable with a valid pointer, idempotent. */
     const void *data = NULL;
     size_t len = 99;
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 11, NULL, 0));
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 11, a, 0));
-    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 11, a, 1));
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 11, &data, &len));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 11, KEY, NULL, 0));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 11, KEY, a, 0));
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put(&c, 11, KEY, a, 1));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 11, &got_key, &data, &len));
     CHECK(NULL != data && 0 == len);
     CHECK(2 == c.count && 4 == c.bytes);
 
     /* The cache holds a copy: changing the caller's buffer changes nothing. */
     unsigned char mine[3] = {7, 8, 9};
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 12, mine, 3));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, 12, KEY, mine, 3));
     mine[0] = 0;
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 12, &data, &len));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 12, &got_key, &data, &len));
     CHECK(3 == len && 7 == ((const unsigned char *) data)[0]);
     ftrabit_cache_fini(&c);
 }
@@ -231,16 +250,18 @@ static void pack_layout_is_little_endian(void)
     ftrabit_cache_t c;
     ftrabit_cache_init(&c);
     const unsigned char x[3] = {0xaa, 0xbb, 0xcc};
-    ftrabit_cache_put(&c, 0x0102030405060708ull, x, 3);
-    ftrabit_cache_put(&c, 0x0102030405060709ull, x, 0);
-    unsigned char buf[64];
+    ftrabit_cache_put(&c, 0x0102030405060708ull, KEY, x, 3);
+    ftrabit_cache_put(&c, 0x0102030405060709ull, KEY, x, 0);
+    unsigned char buf[80];
     memset(buf, 0xee, sizeof(buf));
     size_t need = ftrabit_cache_pack(&c, 0, UINT64_MAX, buf, sizeof(buf));
-    CHECK(8 + 16 + 3 + 16 == need);
+    CHECK(8 + 24 + 3 + 24 == need);
     const unsigned char expect[] = {2, 0, 0, 0, 0, 0, 0, 0,                   /* count */
-                                    8, 7, 6, 5, 4, 3, 2, 1, 3, 0, 0, 0, 0, 0, 0, 0, /* seq, len */
+                                    8, 7, 6, 5, 4, 3, 2, 1, 3, 0, 0, 0, 1, 0, 0, 0, /* seq, key */
+                                    3, 0, 0, 0, 0, 0, 0, 0,                   /* len */
                                     0xaa, 0xbb, 0xcc,                         /* bytes */
-                                    9, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+                                    9, 7, 6, 5, 4, 3, 2, 1, 3, 0, 0, 0, 1, 0, 0, 0,
+                                    0, 0, 0, 0, 0, 0, 0, 0};
     CHECK(sizeof(expect) == need && 0 == memcmp(buf, expect, need));
     CHECK(0xee == buf[need]); /* nothing written past the end */
     CHECK(2 == read_le64(buf));
@@ -257,7 +278,7 @@ static void pack_size_query_and_short_buffer(void)
     size_t need = ftrabit_cache_pack(&c, 3, 6, NULL, 0);
     size_t expect = 8;
     for (uint64_t s = 3; s <= 6; s++) {
-        expect += 16 + result_len(s);
+        expect += 24 + result_len(s);
     }
     CHECK(need == expect);
     unsigned char *buf = malloc(need);
@@ -273,7 +294,7 @@ static void pack_size_query_and_short_buffer(void)
     unsigned char small[8];
     CHECK(8 == ftrabit_cache_pack(&c, 6, 3, small, sizeof(small)) && 0 == read_le64(small));
     CHECK(8 == ftrabit_cache_pack(&c, 11, 100, small, sizeof(small)) && 0 == read_le64(small));
-    CHECK(8 + 16 + result_len(10) == ftrabit_cache_pack(&c, 10, UINT64_MAX, NULL, 0));
+    CHECK(8 + 24 + result_len(10) == ftrabit_cache_pack(&c, 10, UINT64_MAX, NULL, 0));
     ftrabit_cache_fini(&c);
 }
 
@@ -332,8 +353,8 @@ static void unpack_conflict_adds_nothing(void)
         put_result(&src, s);
     }
     const unsigned char other[2] = {0xff, 0xff};
-    ftrabit_cache_put(&dst, 9, other, 2); /* contradicts src's seq 9 */
-    ftrabit_cache_put(&before, 9, other, 2);
+    ftrabit_cache_put(&dst, 9, KEY, other, 2); /* contradicts src's seq 9 */
+    ftrabit_cache_put(&before, 9, KEY, other, 2);
     size_t len;
     unsigned char *buf = pack_all(&src, 1, 10, &len);
     CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_unpack(&dst, buf, len));
@@ -342,6 +363,41 @@ static void unpack_conflict_adds_nothing(void)
     ftrabit_cache_fini(&src);
     ftrabit_cache_fini(&dst);
     ftrabit_cache_fini(&before);
+}
+
+/* A stored result whose bytes arrive again under another key (a broadcast from another
+ * root with the same data) is a contradiction too. */
+static void unpack_refuses_another_key(void)
+{
+    ftrabit_cache_t src, dst, before;
+    ftrabit_cache_init(&src);
+    ftrabit_cache_init(&dst);
+    ftrabit_cache_init(&before);
+    for (uint64_t s = 1; s <= 10; s++) {
+        put_result(&src, s);
+    }
+    unsigned char b[32];
+    result_bytes(4, b);
+    uint64_t other_root = ftrabit_key(FTRABIT_KEY_BCAST, 1 + ftrabit_key_value(key_of(4)));
+    ftrabit_cache_put(&dst, 4, other_root, b, result_len(4));
+    ftrabit_cache_put(&before, 4, other_root, b, result_len(4));
+    size_t len;
+    unsigned char *buf = pack_all(&src, 1, 10, &len);
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_unpack(&dst, buf, len));
+    CHECK(same_contents(&dst, &before));
+    free(buf);
+    ftrabit_cache_fini(&src);
+    ftrabit_cache_fini(&dst);
+    ftrabit_cache_fini(&before);
+}
+
+static void keys_name_kind_and_value(void)
+{
+    uint64_t k = ftrabit_key(FTRABIT_KEY_BCAST, 4000000000u);
+    CHECK(FTRABIT_KEY_BCAST == ftrabit_key_kind(k) && 4000000000u == ftrabit_key_value(k));
+    k = ftrabit_key(FTRABIT_KEY_ALLREDUCE, 0);
+    CHECK(FTRABIT_KEY_ALLREDUCE == ftrabit_key_kind(k) && 0 == ftrabit_key_value(k));
+    CHECK(ftrabit_key(FTRABIT_KEY_BCAST, 2) != ftrabit_key(FTRABIT_KEY_ALLREDUCE, 2));
 }
 
 static void write_le64(unsigned char *p, uint64_t v)
@@ -396,11 +452,11 @@ static void unpack_refuses_malformed_input(void)
                              result_len(1) + 1};
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         memcpy(bad, good, len);
-        write_le64(bad + 8 + 8, lens[i]);
+        write_le64(bad + 8 + 16, lens[i]);
         CHECK(refused_without_change(bad, len, FTRABIT_CACHE_MALFORMED));
     }
     /* Seqs out of order or repeated (the second entry starts after the first's bytes). */
-    size_t second = 8 + 16 + result_len(1);
+    size_t second = 8 + 24 + result_len(1);
     memcpy(bad, good, len);
     write_le64(bad + second, 1);
     CHECK(refused_without_change(bad, len, FTRABIT_CACHE_MALFORMED));
@@ -561,29 +617,29 @@ static void slots_become_results(void)
     CHECK(NULL != s.data && s.capacity >= 1000);
     memset(s.data, 0x5a, 1000);
     unsigned char *built = s.data;
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, 4, &s, 1000));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, 4, KEY, &s, 1000));
     CHECK(NULL == s.data); /* the cache took it */
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 4, &data, &len));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 4, &got_key, &data, &len));
     CHECK(built == data && 1000 == len && 0x5a == ((const unsigned char *) data)[999]);
     CHECK(invariants_hold(&c) && 1000 == c.bytes);
 
     /* The same seq again: identical bytes are fine, others refused; the slot goes back. */
     CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 1000, &s));
     memset(s.data, 0x5a, 1000);
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, 4, &s, 1000));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, 4, KEY, &s, 1000));
     CHECK(NULL == s.data && 1 == c.count);
     CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 1000, &s));
     memset(s.data, 0x5b, 1000);
-    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put_slot(&c, 4, &s, 1000));
+    CHECK(FTRABIT_CACHE_EXISTS == ftrabit_cache_put_slot(&c, 4, KEY, &s, 1000));
     CHECK(NULL == s.data && 1 == c.count);
-    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 4, &data, &len));
+    CHECK(FTRABIT_CACHE_OK == ftrabit_cache_get(&c, 4, &got_key, &data, &len));
     CHECK(0x5a == ((const unsigned char *) data)[0]);
 
     /* More bytes than the slot holds: refused, not stored, not overrun. */
     CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, 10, &s));
     size_t cap = s.capacity;
-    CHECK(FTRABIT_CACHE_MALFORMED == ftrabit_cache_put_slot(&c, 5, &s, cap + 1));
-    CHECK(NULL == s.data && FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, 5, &data, &len));
+    CHECK(FTRABIT_CACHE_MALFORMED == ftrabit_cache_put_slot(&c, 5, KEY, &s, cap + 1));
+    CHECK(NULL == s.data && FTRABIT_CACHE_MISSING == ftrabit_cache_get(&c, 5, &got_key, &data, &len));
 
     /* Scratch borrowed and given back, call after call: one buffer, reused. */
     uint64_t allocations = c.pool.allocations;
@@ -617,7 +673,7 @@ static void steady_intervals_allocate_nothing(void)
             seq++;
             CHECK(FTRABIT_CACHE_OK == ftrabit_cache_slot(&c, len, &s));
             memset(s.data, (int) seq, len);
-            CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, seq, &s, len));
+            CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put_slot(&c, seq, KEY, &s, len));
             bytes += len;
         }
         ftrabit_cache_memory(&c, &m);
@@ -649,7 +705,7 @@ static void pool_limit_zero_keeps_nothing(void)
     ftrabit_cache_set_pool_limit(&c, 0);
     for (uint64_t s = 1; s <= 10; s++) {
         unsigned char b[100] = {0};
-        CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, s, b, sizeof(b)));
+        CHECK(FTRABIT_CACHE_OK == ftrabit_cache_put(&c, s, KEY, b, sizeof(b)));
     }
     ftrabit_cache_drop_through(&c, 10);
     ftrabit_cache_memory(&c, &m);
@@ -669,6 +725,8 @@ int main(void)
     RUN(pack_size_query_and_short_buffer);
     RUN(pack_unpack_round_trip_and_merge);
     RUN(unpack_conflict_adds_nothing);
+    RUN(unpack_refuses_another_key);
+    RUN(keys_name_kind_and_value);
     RUN(unpack_refuses_malformed_input);
     RUN(unpack_survives_random_corruption);
     RUN(random_operations_match_a_model);

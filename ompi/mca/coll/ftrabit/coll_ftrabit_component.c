@@ -193,6 +193,15 @@ static int ftrabit_register(void)
                  "a message, so the job ends instead of hanging (0: wait forever)",
                  OPAL_INFO_LVL_5, &c->recovery_timeout);
 
+    c->recoveries_without_progress = 8;
+    register_int("recoveries_without_progress",
+                 "The job ends (every rank's FTR_* call returns an error after a message) when "
+                 "this many recoveries in a row end before any collective completes after the "
+                 "one before: a replacement that fails again every time it is started, e.g. by "
+                 "a deterministic error in its replay, instead of being replaced for ever "
+                 "(0: no limit)",
+                 OPAL_INFO_LVL_5, &c->recoveries_without_progress);
+
     c->recovery_fallback = 2;
     register_enum("recovery_fallback",
                   "Respawn policy: what happens when replacements cannot be started "
@@ -296,6 +305,11 @@ static int ftrabit_open(void)
     if (c->recovery_timeout < 0) {
         return refuse_param("coll_ftrabit_recovery_timeout", c->recovery_timeout,
                             "Use a number of seconds, or 0 to wait forever.");
+    }
+    if (c->recoveries_without_progress < 0) {
+        return refuse_param("coll_ftrabit_recoveries_without_progress",
+                            c->recoveries_without_progress,
+                            "Use a number of recoveries, or 0 for no limit.");
     }
     if (c->local_replicas < 1) {
         return refuse_param("coll_ftrabit_local_replicas", c->local_replicas,

@@ -262,16 +262,92 @@ static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const ftrabit
     return MPI_Allreduce(r->input, buf, call->count, call->type, call->op, comm);
 }
 
-/* Serve a cached result for `seq` if there is one; returns 1 if served. */
-static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, void *buf,
+static uint64_t ftrabit_op_id(MPI_Op op)
+{
+    /* Fortran handles of predefined ops are the same in every process; user ops get
+     * theirs in creation order, the same in every process of an SPMD program. */
+    return (uint64_t) (uint32_t) MPI_Op_c2f(op);
+}
+
+/* The key a call's result is cached under (ftrabit_cache.h): a broadcast's root by its
+ * original rank, so that a call retried on a renumbered communicator names the same. */
+static uint64_t ftrabit_call_key(const ftrabit_state_t *st, const ftrabit_call_t *call)
+{
+    if (!call->is_bcast) {
+        return ftrabit_key(FTRABIT_KEY_ALLREDUCE, (uint32_t) ftrabit_op_id(call->op));
+    }
+    int root = call->root;
+    if (NULL != st->orig_of && root >= 0 && root < st->orig_of_size) {
+        root = st->orig_of[root];
+    }
+    return ftrabit_key(FTRABIT_KEY_BCAST, (uint32_t) root);
+}
+
+/* The name of a predefined op from its id, or NULL for a user-defined one. */
+static const char *ftrabit_op_name(uint32_t id)
+{
+    static const struct {
+        MPI_Op op;
+        const char *name;
+    } predefined[] = {{MPI_SUM, "MPI_SUM"},   {MPI_PROD, "MPI_PROD"},     {MPI_MAX, "MPI_MAX"},
+                      {MPI_MIN, "MPI_MIN"},   {MPI_MAXLOC, "MPI_MAXLOC"}, {MPI_MINLOC, "MPI_MINLOC"},
+                      {MPI_LAND, "MPI_LAND"}, {MPI_LOR, "MPI_LOR"},       {MPI_LXOR, "MPI_LXOR"},
+                      {MPI_BAND, "MPI_BAND"}, {MPI_BOR, "MPI_BOR"},       {MPI_BXOR, "MPI_BXOR"}};
+    for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]); i++) {
+        if (ftrabit_op_id(predefined[i].op) == id) {
+            return predefined[i].name;
+        }
+    }
+    return NULL;
+}
+
+static void ftrabit_key_describe(uint64_t key, char *out, size_t room)
+{
+    uint32_t value = ftrabit_key_value(key);
+    const char *op = ftrabit_op_name(value);
+    if (FTRABIT_KEY_BCAST == ftrabit_key_kind(key)) {
+        snprintf(out, room, "a broadcast from original rank %d", (int) value);
+    } else if (NULL != op) {
+        snprintf(out, room, "an allreduce with %s", op);
+    } else {
+        snprintf(out, room, "an allreduce with a user-defined op (Fortran handle %u)", value);
+    }
+}
+
+/* A call served from the cache that names another root, op or kind of collective than
+ * the call that made the result: a program whose replay differs from its first run, or
+ * (under shrink) one that computes a root from the new rank numbers or size. Serving the
+ * result would hand it another root's data; it gets an error instead. */
+static int ftrabit_refuse_cached(uint64_t seq, uint64_t want, uint64_t have)
+{
+    char wanted[96], made[96];
+    ftrabit_key_describe(want, wanted, sizeof(wanted));
+    ftrabit_key_describe(have, made, sizeof(made));
+    fprintf(stderr, "ftrabit: collective %llu is %s here, but its result was made by %s: the "
+                    "collectives must be called with the same arguments when they are replayed "
+                    "(under shrink: roots must not depend on the new rank numbers or size)\n",
+            (unsigned long long) seq, wanted, made);
+    if (ftrabit_key_kind(want) != ftrabit_key_kind(have)) {
+        return MPI_ERR_ARG;
+    }
+    return FTRABIT_KEY_BCAST == ftrabit_key_kind(want) ? MPI_ERR_ROOT : MPI_ERR_OP;
+}
+
+/* Serve a cached result for `seq` if there is one; returns 1 if served (or refused). */
+static int ftrabit_serve_cached(ftrabit_state_t *st, uint64_t seq, uint64_t key, void *buf,
                                 const ftrabit_call_t *call, int *err)
 {
     const void *data;
     size_t len;
+    uint64_t made_by;
 
     if (seq > st->served_until
-        || FTRABIT_CACHE_OK != ftrabit_cache_get(&st->results, seq, &data, &len)) {
+        || FTRABIT_CACHE_OK != ftrabit_cache_get(&st->results, seq, &made_by, &data, &len)) {
         return 0;
+    }
+    if (made_by != key) {
+        *err = ftrabit_refuse_cached(seq, key, made_by);
+        return 1;
     }
     *err = ftrabit_unpack(data, len, buf, call->count, call->type, st->comm);
     if (MPI_SUCCESS != *err) {
@@ -311,7 +387,8 @@ void ftrabit_held_restart(ftrabit_state_t *st, uint64_t from)
 }
 
 /* `slot` (its first `len` bytes) is the result of `seq`, which this rank does not keep. */
-static void ftrabit_held_add(ftrabit_state_t *st, uint64_t seq, ftrabit_slot_t *slot, size_t len)
+static void ftrabit_held_add(ftrabit_state_t *st, uint64_t seq, uint64_t key,
+                             ftrabit_slot_t *slot, size_t len)
 {
     if (st->nheld == st->held_room) {
         int room = st->held_room ? 2 * st->held_room : 4;
@@ -324,7 +401,8 @@ static void ftrabit_held_add(ftrabit_state_t *st, uint64_t seq, ftrabit_slot_t *
         st->held = more;
         st->held_room = room;
     }
-    st->held[st->nheld++] = (ftrabit_held_result_t){.seq = seq, .len = len, .slot = *slot};
+    st->held[st->nheld++] = (ftrabit_held_result_t){
+        .seq = seq, .key = key, .len = len, .slot = *slot};
     slot->data = NULL;
     slot->capacity = 0;
 }
@@ -334,7 +412,8 @@ int ftrabit_held_offer(ftrabit_state_t *st, uint64_t *lo, uint64_t *hi)
     for (int i = 0; i < st->nheld; i++) {
         ftrabit_held_result_t *h = &st->held[i];
         if (NULL != h->slot.data
-            && FTRABIT_CACHE_OK != ftrabit_cache_put_slot(&st->results, h->seq, &h->slot, h->len)) {
+            && FTRABIT_CACHE_OK
+                   != ftrabit_cache_put_slot(&st->results, h->seq, h->key, &h->slot, h->len)) {
             st->held_from = h->seq + 1; /* the slot went back to the pool */
         }
     }
@@ -372,7 +451,7 @@ static int ftrabit_copy_result(ftrabit_state_t *st, const void *buf, const ftrab
 
 /* After a successful run: the result into the user's buffer, and into the cache (a
  * keeper) or among the held results (anyone else). */
-static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf,
+static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, uint64_t key, void *buf,
                                     const ftrabit_call_t *call, ftrabit_result_t *r)
 {
     ftrabit_slot_t copy = {NULL, 0}, *slot = &copy;
@@ -390,9 +469,9 @@ static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, void *buf
         return;
     }
     if (r->keeper) {
-        (void) ftrabit_cache_put_slot(&st->results, seq, slot, len);
+        (void) ftrabit_cache_put_slot(&st->results, seq, key, slot, len);
     } else {
-        ftrabit_held_add(st, seq, slot, len);
+        ftrabit_held_add(st, seq, key, slot, len);
     }
 }
 
@@ -461,8 +540,8 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
                               : MPI_Allreduce(MPI_IN_PLACE, buf, call->count, call->type,
                                               call->op, *comm);
     }
-    uint64_t seq = st->completed_seq + 1;
-    if (ftrabit_serve_cached(st, seq, buf, call, &err)) {
+    uint64_t seq = st->completed_seq + 1, key = ftrabit_call_key(st, call);
+    if (ftrabit_serve_cached(st, seq, key, buf, call, &err)) {
         return err;
     }
 
@@ -489,7 +568,7 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
     for (;;) {
         err = ftrabit_run_once(&now, buf, &result, st->comm);
         if (MPI_SUCCESS == err) {
-            ftrabit_result_complete(st, seq, buf, &now, &result);
+            ftrabit_result_complete(st, seq, key, buf, &now, &result);
             st->completed_seq = seq;
             break;
         }
@@ -502,7 +581,7 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
             MPI_Comm_group(st->comm, &before);
         }
         err = ftrabit_recover(st, comm);
-        if (MPI_SUCCESS == err && ftrabit_serve_cached(st, seq, buf, &now, &err)) {
+        if (MPI_SUCCESS == err && ftrabit_serve_cached(st, seq, key, buf, &now, &err)) {
             /* someone completed it before the failure: take their result */
         } else if (MPI_SUCCESS == err && now.is_bcast) {
             err = ftrabit_follow_root(st, before, seq, &now.root);
@@ -554,13 +633,6 @@ int FTR_Version(MPI_Comm comm, int *version)
  * a checkpoint counts from 0 again: it would be served an early run's result, and its
  * sequence numbers would drift from the survivors'. The phase is a property of the
  * program's text, the same in every process, so every rank refuses the same call. */
-
-static uint64_t ftrabit_op_id(MPI_Op op)
-{
-    /* Fortran handles of predefined ops are the same in every process; user ops get
-     * theirs in creation order, the same in every process of an SPMD program. */
-    return (uint64_t) (uint32_t) MPI_Op_c2f(op);
-}
 
 /* A replay that differs from the original run: say how, refuse it, and let the next run
  * of the call site take its place. Another datatype (same size or not) is MPI_ERR_TYPE,

@@ -8,7 +8,8 @@
  *
  * Wire format of a packed range (all integers little-endian, written byte by byte so that
  * the layout does not depend on the host):
- *   u64 count, then count times { u64 seq, u64 len, len bytes }, seqs strictly increasing.
+ *   u64 count, then count times { u64 seq, u64 key, u64 len, len bytes }, seqs strictly
+ *   increasing.
  */
 #include "ftrabit_cache.h"
 
@@ -16,7 +17,7 @@
 #include <string.h>
 
 #define FTRABIT_CACHE_HEADER_BYTES 8  /* count */
-#define FTRABIT_CACHE_ENTRY_BYTES 16  /* seq, len: the fixed part of each entry */
+#define FTRABIT_CACHE_ENTRY_BYTES 24  /* seq, key, len: the fixed part of each entry */
 #define FTRABIT_CACHE_MIN_CAPACITY 16
 
 static void ftrabit_cache_put_u64(unsigned char *p, uint64_t v)
@@ -99,9 +100,10 @@ static void ftrabit_cache_release(ftrabit_cache_t *cache, ftrabit_cache_entry_t 
     e->data = NULL;
 }
 
-static int ftrabit_cache_same_bytes(const ftrabit_cache_entry_t *e, const void *data, size_t len)
+static int ftrabit_cache_same_result(const ftrabit_cache_entry_t *e, uint64_t key,
+                                     const void *data, size_t len)
 {
-    return e->len == len && (0 == len || 0 == memcmp(e->data, data, len));
+    return e->key == key && e->len == len && (0 == len || 0 == memcmp(e->data, data, len));
 }
 
 void ftrabit_cache_init(ftrabit_cache_t *cache)
@@ -138,12 +140,12 @@ void ftrabit_cache_return_slot(ftrabit_cache_t *cache, ftrabit_slot_t *slot)
 
 /* Insert a new entry at index `at` (where lower_bound put it); capacity is reserved. */
 static void ftrabit_cache_insert_at(ftrabit_cache_t *cache, size_t at, uint64_t seq,
-                                    ftrabit_slot_t *slot, size_t len)
+                                    uint64_t key, ftrabit_slot_t *slot, size_t len)
 {
     memmove(&cache->entries[at + 1], &cache->entries[at],
             (cache->count - at) * sizeof(ftrabit_cache_entry_t));
     cache->entries[at] = (ftrabit_cache_entry_t){
-        .seq = seq, .len = len, .data = slot->data, .capacity = slot->capacity};
+        .seq = seq, .key = key, .len = len, .data = slot->data, .capacity = slot->capacity};
     slot->data = NULL;
     slot->capacity = 0;
     cache->count++;
@@ -153,7 +155,8 @@ static void ftrabit_cache_insert_at(ftrabit_cache_t *cache, size_t at, uint64_t 
     }
 }
 
-int ftrabit_cache_put_slot(ftrabit_cache_t *cache, uint64_t seq, ftrabit_slot_t *slot, size_t len)
+int ftrabit_cache_put_slot(ftrabit_cache_t *cache, uint64_t seq, uint64_t key,
+                           ftrabit_slot_t *slot, size_t len)
 {
     /* Results come in seq order: the common case appends, without a search. */
     size_t at = 0 == cache->count || cache->entries[cache->count - 1].seq < seq
@@ -164,39 +167,42 @@ int ftrabit_cache_put_slot(ftrabit_cache_t *cache, uint64_t seq, ftrabit_slot_t 
         rc = FTRABIT_CACHE_MALFORMED;
     } else if (at < cache->count && cache->entries[at].seq == seq) {
         /* Served twice (e.g. by replay and by a keeper): harmless if it is the same result. */
-        rc = ftrabit_cache_same_bytes(&cache->entries[at], slot->data, len)
+        rc = ftrabit_cache_same_result(&cache->entries[at], key, slot->data, len)
                  ? FTRABIT_CACHE_OK : FTRABIT_CACHE_EXISTS;
     } else if (cache->count == cache->capacity
                && FTRABIT_CACHE_OK != ftrabit_cache_reserve(cache, 1)) {
         rc = FTRABIT_CACHE_NOMEM;
     } else {
-        ftrabit_cache_insert_at(cache, at, seq, slot, len);
+        ftrabit_cache_insert_at(cache, at, seq, key, slot, len);
         return FTRABIT_CACHE_OK;
     }
     ftrabit_pool_put(&cache->pool, slot);
     return rc;
 }
 
-int ftrabit_cache_put(ftrabit_cache_t *cache, uint64_t seq, const void *data, size_t len)
+int ftrabit_cache_put(ftrabit_cache_t *cache, uint64_t seq, uint64_t key, const void *data,
+                      size_t len)
 {
     size_t at = ftrabit_cache_lower_bound(cache, seq);
     ftrabit_slot_t slot;
     if (at < cache->count && cache->entries[at].seq == seq) {
-        return ftrabit_cache_same_bytes(&cache->entries[at], data, len) ? FTRABIT_CACHE_OK
-                                                                         : FTRABIT_CACHE_EXISTS;
+        return ftrabit_cache_same_result(&cache->entries[at], key, data, len)
+                   ? FTRABIT_CACHE_OK : FTRABIT_CACHE_EXISTS;
     }
     if (FTRABIT_CACHE_OK != ftrabit_cache_copy_bytes(cache, data, len, &slot)) {
         return FTRABIT_CACHE_NOMEM;
     }
-    return ftrabit_cache_put_slot(cache, seq, &slot, len);
+    return ftrabit_cache_put_slot(cache, seq, key, &slot, len);
 }
 
-int ftrabit_cache_get(const ftrabit_cache_t *cache, uint64_t seq, const void **data, size_t *len)
+int ftrabit_cache_get(const ftrabit_cache_t *cache, uint64_t seq, uint64_t *key,
+                      const void **data, size_t *len)
 {
     size_t at = ftrabit_cache_lower_bound(cache, seq);
     if (at == cache->count || cache->entries[at].seq != seq) {
         return FTRABIT_CACHE_MISSING;
     }
+    *key = cache->entries[at].key;
     *data = cache->entries[at].data;
     *len = cache->entries[at].len;
     return FTRABIT_CACHE_OK;
@@ -297,7 +303,8 @@ size_t ftrabit_cache_pack(const ftrabit_cache_t *cache, uint64_t lo, uint64_t hi
     for (size_t i = first; i < end; i++) {
         const ftrabit_cache_entry_t *e = &cache->entries[i];
         ftrabit_cache_put_u64(p, e->seq);
-        ftrabit_cache_put_u64(p + 8, (uint64_t) e->len);
+        ftrabit_cache_put_u64(p + 8, e->key);
+        ftrabit_cache_put_u64(p + 16, (uint64_t) e->len);
         p += FTRABIT_CACHE_ENTRY_BYTES;
         if (e->len) {
             memcpy(p, e->data, e->len);
@@ -309,7 +316,7 @@ size_t ftrabit_cache_pack(const ftrabit_cache_t *cache, uint64_t lo, uint64_t hi
 
 /* One entry of a packed buffer, pointing into that buffer. */
 typedef struct ftrabit_cache_wire_entry {
-    uint64_t seq;
+    uint64_t seq, key;
     size_t len;
     const unsigned char *data;
     int is_new; /* not stored yet (as opposed to an identical copy of a stored entry) */
@@ -345,14 +352,16 @@ static int ftrabit_cache_parse(const unsigned char *p, size_t len,
             return FTRABIT_CACHE_MALFORMED;
         }
         uint64_t seq = ftrabit_cache_get_u64(p);
-        uint64_t elen = ftrabit_cache_get_u64(p + 8);
+        uint64_t key = ftrabit_cache_get_u64(p + 8);
+        uint64_t elen = ftrabit_cache_get_u64(p + 16);
         p += FTRABIT_CACHE_ENTRY_BYTES;
         left -= FTRABIT_CACHE_ENTRY_BYTES;
         if (elen > left || (i > 0 && seq <= w[i - 1].seq)) {
             free(w);
             return FTRABIT_CACHE_MALFORMED;
         }
-        w[i] = (ftrabit_cache_wire_entry_t){.seq = seq, .len = (size_t) elen, .data = p};
+        w[i] = (ftrabit_cache_wire_entry_t){
+            .seq = seq, .key = key, .len = (size_t) elen, .data = p};
         p += elen;
         left -= (size_t) elen;
     }
@@ -373,7 +382,8 @@ static int ftrabit_cache_classify(const ftrabit_cache_t *cache, ftrabit_cache_wi
     for (size_t i = 0; i < n; i++) {
         size_t at = ftrabit_cache_lower_bound(cache, w[i].seq);
         w[i].is_new = at == cache->count || cache->entries[at].seq != w[i].seq;
-        if (!w[i].is_new && !ftrabit_cache_same_bytes(&cache->entries[at], w[i].data, w[i].len)) {
+        if (!w[i].is_new
+            && !ftrabit_cache_same_result(&cache->entries[at], w[i].key, w[i].data, w[i].len)) {
             return FTRABIT_CACHE_EXISTS;
         }
         *nnew += w[i].is_new ? 1 : 0;
@@ -395,7 +405,8 @@ static void ftrabit_cache_merge(ftrabit_cache_t *cache, const ftrabit_cache_wire
             cache->entries[--dst] = cache->entries[--old];
         }
         ci--;
-        cache->entries[--dst] = (ftrabit_cache_entry_t){.seq = w[wi].seq, .len = w[wi].len,
+        cache->entries[--dst] = (ftrabit_cache_entry_t){.seq = w[wi].seq, .key = w[wi].key,
+                                                        .len = w[wi].len,
                                                         .data = copies[ci].data,
                                                         .capacity = copies[ci].capacity};
         cache->bytes += w[wi].len;

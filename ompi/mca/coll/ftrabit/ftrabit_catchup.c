@@ -35,6 +35,8 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
     }
     rec->orig_rank = st->orig_rank;
     rec->replacement = st->replacement;
+    rec->last_target_seq = st->last_target_seq;
+    rec->stalled_recoveries = st->stalled_recoveries;
     rec->version = st->version;
     rec->has_prev = 0; /* checkpoints commit on every rank or on none (FTR_Checkpoint) */
     rec->ckpt_seq = st->ckpt_seq;
@@ -46,6 +48,36 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
         rec->cache_lo = 1;
         rec->cache_hi = 0;
     }
+}
+
+/* A crash loop: each recovery ends with a process that fails again before any collective
+ * completes (a replacement with a deterministic error in its replay, a host that kills
+ * what runs on it). Counted from the records, so the same on every rank, as recoveries in
+ * a row whose target is no later than the previous one's; at
+ * coll_ftrabit_recoveries_without_progress the recovery fails everywhere (0 returned)
+ * instead of replacing processes for ever. */
+static int ftrabit_count_progress(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
+                                  int size, uint64_t target, int rank)
+{
+    uint64_t last = 0, stalled = 0;
+    for (int r = 0; r < size; r++) {
+        last = all[r].last_target_seq > last ? all[r].last_target_seq : last;
+        stalled = all[r].stalled_recoveries > stalled ? all[r].stalled_recoveries : stalled;
+    }
+    stalled = 0 != last && target <= last ? stalled + 1 : 0;
+    int limit = ftrabit_settings.recoveries_without_progress;
+    if (limit > 0 && stalled >= (uint64_t) limit) {
+        if (0 == rank) {
+            fprintf(stderr, "ftrabit: recovery is not possible: %d recoveries in a row found "
+                            "no collective completed since the one before (a process fails "
+                            "again each time it is replaced: see its messages above; "
+                            "coll_ftrabit_recoveries_without_progress)\n", limit);
+        }
+        return 0;
+    }
+    st->last_target_seq = target;
+    st->stalled_recoveries = stalled;
+    return 1;
 }
 
 /* The records a failed plan was made from, for its diagnosis (coll_ftrabit_verbose). */
@@ -368,6 +400,11 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         err = MPI_ERR_OTHER;
         goto out;
     }
+    if (!ftrabit_count_progress(st, all, size, plan.target_seq, rank)) {
+        *plan_failed = 1;
+        err = MPI_ERR_OTHER;
+        goto out;
+    }
     for (int r = 0; r < size; r++) {
         orig[r] = all[r].orig_rank;
     }
@@ -454,6 +491,10 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         st->served_until = plan.target_seq;
     }
     st->replacement = 0; /* it holds a state now: its checkpoint and the results to replay */
+    free(st->orig_of); /* who is who now: a broadcast's root is cached by original rank */
+    st->orig_of = orig;
+    st->orig_of_size = size;
+    orig = NULL;
     ftrabit_log(1, "caught up: target seq %llu, %d transfers", (unsigned long long) plan.target_seq,
                 plan.nxfers);
 

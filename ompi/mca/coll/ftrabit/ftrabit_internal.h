@@ -35,6 +35,7 @@ typedef struct {
     int result_replicas;   /* ranks keeping each cached result (0: all) */
     int result_pool_mib;   /* idle result buffers kept for reuse (-1: no bound in MiB) */
     int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
+    int recoveries_without_progress; /* the job ends at this many in a row (0: no limit) */
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
     int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */
     int test_kill_in_recovery_step; /* ... there: FTRABIT_TEST_STEP_* (ftrabit_rebuild.c) */
@@ -56,6 +57,7 @@ typedef struct {
 /* A result this process holds without keeping it (see ftrabit_held_restart). */
 typedef struct ftrabit_held_result {
     uint64_t seq;
+    uint64_t key;
     size_t len;
     ftrabit_slot_t slot;
 } ftrabit_held_result_t;
@@ -66,6 +68,9 @@ typedef struct ftrabit_state {
                                   application freed it */
     struct ftrabit_state *next; /* every state of this process, for FTR_Finalize */
     int orig_rank, orig_size;  /* identity in the original job (kept by respawn) */
+    int *orig_of;              /* [orig_of_size]: the original rank of each rank of comm, as
+                                  the last catch-up saw them (NULL: the ranks are original) */
+    int orig_of_size;
     uint64_t completed_seq;    /* last collective completed by this process */
     uint64_t served_until;     /* results up to here are in the cache for replay */
     ftrabit_cache_t results;   /* results since the last checkpoint, and replay results */
@@ -95,6 +100,8 @@ typedef struct ftrabit_state {
     int spares_taken;          /* spares that took dead ranks in the last recovery */
     int respawned;             /* processes spawned in the last recovery */
     int recoveries;            /* how many recoveries this process took part in */
+    uint64_t last_target_seq;  /* the catch-up target of the last of them */
+    uint64_t stalled_recoveries; /* how many in a row up to it completed no collective */
     double last_recovery_seconds;
 } ftrabit_state_t;
 

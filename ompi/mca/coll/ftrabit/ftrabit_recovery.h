@@ -50,6 +50,9 @@ typedef struct ftrabit_rank_state {
     uint64_t held_lo, held_hi; /* every result in [lo, hi] is held, kept or not: those since
                                   the last allreduce this rank completed (lo 0, or lo > hi:
                                   none; else hi <= completed_seq) */
+    uint64_t last_target_seq; /* the catch-up target of the last recovery it took part in */
+    uint64_t stalled_recoveries; /* recoveries in a row, up to that one, whose target was no
+                                    later than the one before (ftrabit_catchup.c) */
 } ftrabit_rank_state_t;
 
 typedef enum {
