@@ -269,16 +269,17 @@ static uint64_t ftrabit_op_id(MPI_Op op)
     return (uint64_t) (uint32_t) MPI_Op_c2f(op);
 }
 
-/* The key a call's result is cached under (ftrabit_cache.h): a broadcast's root by its
- * original rank, so that a call retried on a renumbered communicator names the same. */
+/* The key a call's result is cached under (ftrabit_cache.h): a broadcast's root as the
+ * process's rank in FTR_Init's communicator (its first_rank), so that a call retried or
+ * replayed on a communicator that shrink renumbered names the same. */
 static uint64_t ftrabit_call_key(const ftrabit_state_t *st, const ftrabit_call_t *call)
 {
     if (!call->is_bcast) {
         return ftrabit_key(FTRABIT_KEY_ALLREDUCE, (uint32_t) ftrabit_op_id(call->op));
     }
     int root = call->root;
-    if (NULL != st->orig_of && root >= 0 && root < st->orig_of_size) {
-        root = st->orig_of[root];
+    if (NULL != st->first_rank_of && root >= 0 && root < st->first_rank_of_size) {
+        root = st->first_rank_of[root];
     }
     return ftrabit_key(FTRABIT_KEY_BCAST, (uint32_t) root);
 }

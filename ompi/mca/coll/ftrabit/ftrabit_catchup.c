@@ -34,6 +34,7 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
         rec->held_hi = 0;
     }
     rec->orig_rank = st->orig_rank;
+    rec->first_rank = st->first_rank;
     rec->replacement = st->replacement;
     rec->last_target_seq = st->last_target_seq;
     rec->stalled_recoveries = st->stalled_recoveries;
@@ -379,8 +380,8 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         .restart_version = malloc(sizeof(int32_t) * (size_t) size),
         .restart_seq = malloc(sizeof(uint64_t) * (size_t) size),
     };
-    int *orig = malloc(sizeof(int) * (size_t) size);
-    if (!all || !plan.restart_version || !plan.restart_seq || !orig) {
+    int *orig = malloc(sizeof(int) * (size_t) size), *first = malloc(sizeof(int) * (size_t) size);
+    if (!all || !plan.restart_version || !plan.restart_seq || !orig || !first) {
         err = MPI_ERR_NO_MEM;
         goto out;
     }
@@ -407,6 +408,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
     }
     for (int r = 0; r < size; r++) {
         orig[r] = all[r].orig_rank;
+        first[r] = all[r].first_rank;
     }
 
     /* Post every send first. */
@@ -491,16 +493,17 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         st->served_until = plan.target_seq;
     }
     st->replacement = 0; /* it holds a state now: its checkpoint and the results to replay */
-    free(st->orig_of); /* who is who now: a broadcast's root is cached by original rank */
-    st->orig_of = orig;
-    st->orig_of_size = size;
-    orig = NULL;
+    free(st->first_rank_of); /* who is who now: a broadcast's root is cached by first rank */
+    st->first_rank_of = first;
+    st->first_rank_of_size = size;
+    first = NULL;
     ftrabit_log(1, "caught up: target seq %llu, %d transfers", (unsigned long long) plan.target_seq,
                 plan.nxfers);
 
 out:
     free(all);
     free(orig);
+    free(first);
     free(plan.restart_version);
     free(plan.restart_seq);
     free(plan.xfers);

@@ -67,10 +67,13 @@ typedef struct ftrabit_state {
     MPI_Comm app_comm;         /* the duplicate the application holds; MPI_COMM_NULL once the
                                   application freed it */
     struct ftrabit_state *next; /* every state of this process, for FTR_Finalize */
-    int orig_rank, orig_size;  /* identity in the original job (kept by respawn) */
-    int *orig_of;              /* [orig_of_size]: the original rank of each rank of comm, as
-                                  the last catch-up saw them (NULL: the ranks are original) */
-    int orig_of_size;
+    int orig_rank, orig_size;  /* identity in the original job (kept by respawn; shrink
+                                  renumbers it, see ftrabit_adopt_shrunk_numbering) */
+    int first_rank;            /* rank in the communicator FTR_Init returned, never renumbered:
+                                  which process this is, for a broadcast's root */
+    int *first_rank_of;        /* [first_rank_of_size]: the first_rank of each rank of comm, as
+                                  the last catch-up saw them (NULL: ranks are first ranks) */
+    int first_rank_of_size;
     uint64_t completed_seq;    /* last collective completed by this process */
     uint64_t served_until;     /* results up to here are in the cache for replay */
     ftrabit_cache_t results;   /* results since the last checkpoint, and replay results */

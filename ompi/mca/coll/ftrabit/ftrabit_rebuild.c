@@ -34,10 +34,12 @@ void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step)
     static int recoveries_seen;
 
     if (step == ftrabit_settings.test_kill_in_recovery_step
-        && st->orig_rank == ftrabit_settings.test_kill_in_recovery && 0 == recoveries_seen++
+        && st->first_rank == ftrabit_settings.test_kill_in_recovery && 0 == recoveries_seen++
         && FTR_ORIGIN_ORIGINAL == ftrabit_origin) {
+        /* first_rank: under shrink orig_rank is renumbered, and another process would
+         * take this one's number (and die) in a later recovery */
         fprintf(stderr, "ftrabit: original rank %d killing itself during recovery, step %d "
-                        "(coll_ftrabit_test_kill_in_recovery)\n", st->orig_rank, step);
+                        "(coll_ftrabit_test_kill_in_recovery)\n", st->first_rank, step);
         fflush(stderr);
         raise(SIGKILL);
     }

@@ -53,6 +53,8 @@ typedef struct ftrabit_rank_state {
     uint64_t last_target_seq; /* the catch-up target of the last recovery it took part in */
     uint64_t stalled_recoveries; /* recoveries in a row, up to that one, whose target was no
                                     later than the one before (ftrabit_catchup.c) */
+    int32_t first_rank;       /* rank in the communicator FTR_Init returned (orig_rank is
+                                 renumbered by shrink, this is not) */
 } ftrabit_rank_state_t;
 
 typedef enum {

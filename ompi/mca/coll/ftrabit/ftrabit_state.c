@@ -116,6 +116,7 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
     st->comm = comm;
     st->app_comm = MPI_COMM_NULL;
     st->orig_rank = orig_rank;
+    st->first_rank = orig_rank; /* a replacement or spare is the rank it takes */
     st->orig_size = orig_size;
     ftrabit_cache_init(&st->results);
     if (ftrabit_settings.result_pool_mib >= 0) {
@@ -140,7 +141,7 @@ void ftrabit_state_free(ftrabit_state_t *st)
     free(st->global);
     free(st->local);
     free(st->input_scratch);
-    free(st->orig_of);
+    free(st->first_rank_of);
     for (int i = 0; i < st->nreplicas; i++) {
         free(st->replicas[i].data);
     }
