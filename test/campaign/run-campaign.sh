@@ -139,11 +139,14 @@ draw_scenario() {
     local others=() r
     for ((r = 0; r < app; r++)); do [[ " $victims " == *" $r "* ]] || others+=("$r"); done
     case "$class" in
+        # (--not-root: under shrink the program's broadcast roots are processes that live)
         in-recovery)
-            pick "${others[@]}"; extra="--mca coll_ftrabit_test_kill_in_recovery $REPLY"
+            pick "${others[@]}"
+            extra="--mca coll_ftrabit_test_kill_in_recovery $REPLY -- --not-root $REPLY"
             deaths=$((deaths + 1)) ;;
         in-catch-up)
-            pick "${others[@]}"; extra="--mca coll_ftrabit_test_kill_in_catch_up $REPLY"
+            pick "${others[@]}"
+            extra="--mca coll_ftrabit_test_kill_in_catch_up $REPLY -- --not-root $REPLY"
             deaths=$((deaths + 1)) ;;
         # Documented: a replacement that never joins ends the job after
         # coll_ftrabit_recovery_timeout (60 s by default; 20 s here to save time).
@@ -160,6 +163,7 @@ scenario_command() { # scenario_command ARRAY_NAME WITH_KILLS(0|1) MARKS_DIR
     mca+=(--mca coll_ftrabit_result_replicas "$replicas")
     prog_args=(--iterations "$iterations" --every "$every" --type "$type" --bytes "$bytes")
     [ "$keep" = 1 ] && prog_args+=(--keep-comm)
+    [ "$policy" = shrink ] && prog_args+=(--shrink)
     if [ "$with_kills" = 1 ]; then
         for k in $kills; do prog_args+=(--kill "$k"); done
         # extra: mpirun options, then after "--" program options

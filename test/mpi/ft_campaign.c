@@ -5,8 +5,10 @@
  *
  * Each iteration runs FTR_Allreduce on BYTES of data of the chosen type, then FTR_Bcast of
  * the same buffer from a root that moves with the iteration (original rank (7 it + 3) mod
- * np, or under shrink the next original rank still there if that one is gone: never a
- * number that renumbering changes, as the README asks of shrink programs); every EVERY
+ * np; under shrink, chosen the same way among the original ranks that no --kill or
+ * --not-root names, and by process, never by a number that renumbering changes, as the
+ * README asks of shrink programs: a root that dies under shrink takes its data with it, a
+ * documented error that test ft/types/shrink-bcast-root-died covers); every EVERY
  * iterations
  * FTR_Checkpoint. The data bytes of every result (never the padding) are
  * folded into a running hash kept in the global checkpoint, so a replacement that replays
@@ -36,6 +38,9 @@
  *   --kill-replacement N the N-th process started by recovery (MPI_Comm_spawn) dies after
  *                        MPI_Init, before FTR_Init: a replacement dying before it joins.
  *   --kill-marks DIR     required with --kill and --kill-replacement.
+ *   --shrink             the job runs with coll_ftrabit_recovery shrink: roots as said above
+ *   --not-root R         under shrink, original rank R is never a broadcast root (the driver
+ *                        names the processes that coll_ftrabit_test_kill_* kill). Repeatable.
  * The kills inside FTR_Checkpoint intercept MPI_Isend and MPIX_Comm_agree (the MPI
  * profiling interface) while the program is inside FTR_Checkpoint.
  */
@@ -66,6 +71,7 @@ typedef struct {
 
 static kill_t kills[32];
 static int nkills;
+static int not_roots[32], nnot_roots, shrink_policy;
 static const char *kill_marks;
 static int original_rank = -1, current_iteration = -1, in_checkpoint;
 
@@ -303,53 +309,71 @@ static uint64_t allreduce_step(data_t *d, MPI_Comm *comm, int it, uint64_t h)
     return h;
 }
 
-/* The original rank of `root` in comm. Shrink keeps the original processes, renumbered:
- * the root's rank in MPI_COMM_WORLD. Respawn (spares included) keeps the numbers. */
-static int root_original_rank(MPI_Comm comm, int root, int shrinking)
-{
-    return shrinking ? mt_world_rank_of(comm, root) : root;
-}
-
 static int bcast_value(int root_orig, int it, size_t i)
 {
     return (int) (mix(((uint64_t) root_orig << 40) ^ ((uint64_t) it << 24) ^ i) & 0x7fffffff);
 }
 
-/* The root of iteration `it` in comm: original rank (7 it + 3) mod np, a choice the
- * renumbering by shrink does not change; if that process is gone (shrink), the next
- * original rank that is still there. Respawn (spares included) keeps the numbers. */
-static int root_of_iteration(MPI_Comm comm, int it, int shrinking)
+/* May original rank r be a broadcast root under shrink? Not if the scenario kills it. */
+static int may_be_root(int r)
 {
-    int size, world_size, root = MPI_UNDEFINED;
+    for (int i = 0; i < nkills; i++) {
+        if (kills[i].rank == r) {
+            return 0;
+        }
+    }
+    for (int i = 0; i < nnot_roots; i++) {
+        if (not_roots[i] == r) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The root of iteration `it` in comm. Respawn (spares included) keeps the numbers: rank
+ * (7 it + 3) mod size. Under shrink the same rule picks an original rank among those that
+ * may be roots (the same list on every process, failures or not), and the root is that
+ * process's rank in comm now; -1 if it is gone all the same. */
+static int root_of_iteration(MPI_Comm comm, int it, int shrinking, int *root_orig)
+{
+    int size, world_size, candidates[64], n = 0, root;
     MPI_Comm_size(comm, &size);
     if (!shrinking) {
-        return (it * 7 + 3) % size;
+        *root_orig = (it * 7 + 3) % size;
+        return *root_orig;
     }
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    for (int r = 0; r < world_size && n < 64; r++) {
+        if (may_be_root(r)) {
+            candidates[n++] = r;
+        }
+    }
+    *root_orig = n > 0 ? candidates[(it * 7 + 3) % n] : 0;
     MPI_Group group, world_group;
     MPI_Comm_group(comm, &group);
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    for (int k = 0; k < world_size && MPI_UNDEFINED == root; k++) {
-        int orig = (it * 7 + 3 + k) % world_size;
-        MPI_Group_translate_ranks(world_group, 1, &orig, group, &root);
-    }
+    MPI_Group_translate_ranks(world_group, 1, root_orig, group, &root);
     MPI_Group_free(&group);
     MPI_Group_free(&world_group);
-    return root;
+    return MPI_UNDEFINED == root ? -1 : root;
 }
 
 /* The root (moving with the iteration) sends values of its original rank; every rank
  * checks them, and folds them into h. */
 static uint64_t bcast_step(data_t *d, MPI_Comm *comm, int it, uint64_t h, int shrinking)
 {
-    int rank;
+    int rank, root_orig;
     MPI_Comm_rank(*comm, &rank);
-    int root = root_of_iteration(*comm, it, shrinking);
+    int root = root_of_iteration(*comm, it, shrinking, &root_orig);
     size_t n = d->elements;
     double *x = d->buf;
     int *ints = d->buf; /* padded: an int at the start of every 8 bytes */
 
-    int root_orig = root_original_rank(*comm, root, shrinking);
+    if (root < 0) {
+        /* the driver checks that this root is one that died */
+        fprintf(stderr, "ft_campaign: FTR_Bcast from original root %d failed\n", root_orig);
+        check(MPI_ERR_ROOT, "FTR_Bcast");
+    }
     for (size_t i = 0; i < n; i++) {
         int v = rank == root ? bcast_value(original_rank, it, i) : -1;
         switch (d->kind) {
@@ -438,6 +462,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--keep-comm")) ok = keep_comm = 1;
         else if (ok && !strcmp(argv[i], "--kill")) ok = 0 == parse_kill(argv[++i]);
         else if (ok && !strcmp(argv[i], "--kill-replacement")) kill_replacement = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--shrink")) ok = shrink_policy = 1;
+        else if (ok && !strcmp(argv[i], "--not-root") && nnot_roots < 32)
+            not_roots[nnot_roots++] = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--kill-marks")) kill_marks = argv[++i];
         else ok = 0;
         if (!ok) {
@@ -460,7 +487,6 @@ int main(int argc, char **argv)
     MPI_Comm_rank(world, &rank);
     original_rank = rank; /* kills name ranks of the original job; a replacement has its rank */
     MPI_Comm_size(world, &size);
-    const int initial_size = size;
 
     data_t d;
     data_setup(&d, kind, bytes);
@@ -492,7 +518,7 @@ int main(int argc, char **argv)
         current_iteration = it;
         uint64_t h = allreduce_step(&d, &world, it, global[1]);
         MPI_Comm_size(world, &size); /* the shrink policy leaves fewer, renumbered ranks */
-        h = bcast_step(&d, &world, it, h, size < initial_size);
+        h = bcast_step(&d, &world, it, h, shrink_policy);
         uint64_t next[2] = {(uint64_t) it + 1, h};
         if ((it + 1) % every == 0) {
             int64_t next_local[2] = {original_rank, it + 1};
