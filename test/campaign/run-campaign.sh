@@ -24,7 +24,9 @@
 # (contiguous, strided, padded), a message size (8 B - 8 MiB), coll_ftrabit_result_replicas
 # 0 or 2, a program that frees its communicator or not, and a phase class with 1-3 victims
 # at once or in sequence (rank 0 among them now and then):
-#   before-allreduce, after-allreduce, before-bcast (the root moves: any rank is root),
+#   before-allreduce, after-allreduce, before-bcast (the root moves: any rank is root;
+#   under shrink any rank the scenario does not kill, chosen by process: a root that dies
+#   under shrink takes its data with it, which test ft/types/shrink-bcast-root-died covers),
 #   checkpoint-send, checkpoint-agree (inside FTR_Checkpoint), in-recovery (one kill, then a
 #   survivor dies inside the recovery: coll_ftrabit_test_kill_in_recovery), in-catch-up (a
 #   survivor dies while a replacement catches up: coll_ftrabit_test_kill_in_catch_up),
@@ -363,7 +365,8 @@ write_report() {
              "references included."
         echo
         echo "Each scenario runs test/mpi/ft_campaign ($iterations iterations of FTR_Allreduce" \
-             "then FTR_Bcast from a moving root, FTR_Checkpoint every $every; real SIGKILLs) and" \
+             "then FTR_Bcast from a moving root - under shrink one the scenario does not kill," \
+             "chosen by process -, FTR_Checkpoint every $every; real SIGKILLs) and" \
              "compares every rank's final fingerprint, bit for bit, with the failure-free run on" \
              "the same ranks, size and type (under shrink: with a second run with the same kills)."
         echo
