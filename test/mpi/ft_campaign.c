@@ -45,6 +45,7 @@
  * profiling interface) while the program is inside FTR_Checkpoint.
  */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -257,6 +258,92 @@ static void fail(const char *what, int it)
     _exit(4);
 }
 
+/* The padded allreduce's value of (rank, iteration, index): small integers, so that ranks
+ * tie now and then and MINLOC picks the lower index. */
+static double padded_value(int rank, int it, size_t i)
+{
+    return (double) (mix(((uint64_t) rank << 40) ^ ((uint64_t) it << 24) ^ i) % 5);
+}
+
+/* ---- the shrink oracle ------------------------------------------------------------------
+ * Under shrink a result depends on timing: an allreduce in progress when a rank died counts
+ * the dead rank's contribution if a survivor completed it before the failure was noticed,
+ * and is redone by the survivors alone otherwise. Either way every process alive now
+ * contributed, so each result is checked against a set S of original ranks with
+ * (the ranks of comm now) <= S <= (all ranks): sums are within rounding of the sum over
+ * some such S, the same S for every element; a MINLOC is the contribution of its own index
+ * and no larger than any contribution of a rank alive now. */
+
+/* The original ranks in comm now, as a bit set; *world_size gets their number in all. */
+static unsigned alive_now(MPI_Comm comm, int *world_size)
+{
+    MPI_Group group, world_group;
+    unsigned alive = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, world_size);
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    for (int w = 0; w < *world_size && w < 32; w++) {
+        int r;
+        MPI_Group_translate_ranks(world_group, 1, &w, group, &r);
+        alive |= MPI_UNDEFINED != r ? 1u << w : 0;
+    }
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    return alive;
+}
+
+/* Element i (of a sum over S, rank r in S when bit r of `set` is set) within rounding? */
+static int sum_matches(double got, int it, size_t i, unsigned set, int world_size)
+{
+    double want = 0;
+    for (int r = 0; r < world_size; r++) {
+        if (set & (1u << r)) {
+            want += value_of(r, it, i);
+        }
+    }
+    return fabs(got - want) <= 1e-12;
+}
+
+static void check_shrink_sums(const double *x, size_t stride, size_t n, MPI_Comm comm, int it)
+{
+    int world_size;
+    unsigned alive = alive_now(comm, &world_size);
+    unsigned dead = ((1u << world_size) - 1) & ~alive;
+    /* every subset of the dead, added to the living: the first that fits element 0 */
+    for (unsigned t = dead;; t = (t - 1) & dead) {
+        unsigned set = alive | t;
+        if (sum_matches(x[0], it, 0, set, world_size)) {
+            for (size_t i = 1; i < n; i++) {
+                if (!sum_matches(x[i * stride], it, i, set, world_size)) {
+                    fail("an allreduce element is not the sum over the ranks element 0 sums", it);
+                }
+            }
+            return;
+        }
+        if (0 == t) break;
+    }
+    fail("an allreduce result is not the sum over any set of ranks that includes the living",
+         it);
+}
+
+static void check_shrink_minloc(const pair_t *p, size_t n, MPI_Comm comm, int it)
+{
+    int world_size;
+    unsigned alive = alive_now(comm, &world_size);
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].index < 0 || p[i].index >= world_size
+            || p[i].value != padded_value(p[i].index, it, i)) {
+            fail("a MINLOC result is not the contribution of the rank it names", it);
+        }
+        for (int r = 0; r < world_size; r++) {
+            double v = padded_value(r, it, i);
+            if ((alive & (1u << r)) && (v < p[i].value || (v == p[i].value && r < p[i].index))) {
+                fail("a MINLOC result is larger than the contribution of a living rank", it);
+            }
+        }
+    }
+}
+
 /* Fills this rank's contribution, runs the allreduce, folds the result into h. */
 static uint64_t allreduce_step(data_t *d, MPI_Comm *comm, int it, uint64_t h)
 {
@@ -277,9 +364,7 @@ static uint64_t allreduce_step(data_t *d, MPI_Comm *comm, int it, uint64_t h)
     case PADDED:
         memset(p, PAD_BYTE, n * sizeof(pair_t));
         for (size_t i = 0; i < n; i++) {
-            /* ties between ranks now and then: MINLOC then picks the lower index */
-            p[i].value = (double) (mix(((uint64_t) original_rank << 40) ^ ((uint64_t) it << 24)
-                                       ^ i) % 5);
+            p[i].value = padded_value(original_rank, it, i);
             p[i].index = original_rank;
         }
         break;
@@ -288,10 +373,12 @@ static uint64_t allreduce_step(data_t *d, MPI_Comm *comm, int it, uint64_t h)
     switch (d->kind) {
     case CONTIGUOUS:
         check(FTR_Allreduce(x, (int) n, MPI_DOUBLE, MPI_SUM, comm), "FTR_Allreduce");
+        if (shrink_policy) check_shrink_sums(x, 1, n, *comm, it);
         h = mt_fnv1a(x, n * sizeof(double), h);
         break;
     case STRIDED:
         check(FTR_Allreduce(x, 1, strided_type, d->strided_op, comm), "FTR_Allreduce");
+        if (shrink_policy) check_shrink_sums(x, 2, n, *comm, it);
         for (size_t i = 0; i < n; i++) {
             if (HOLE != x[2 * i + 1]) fail("a hole of the strided buffer was written", it);
             h = mt_fnv1a(&x[2 * i], sizeof(double), h);
@@ -299,6 +386,7 @@ static uint64_t allreduce_step(data_t *d, MPI_Comm *comm, int it, uint64_t h)
         break;
     case PADDED:
         check(FTR_Allreduce(p, (int) n, MPI_DOUBLE_INT, MPI_MINLOC, comm), "FTR_Allreduce");
+        if (shrink_policy) check_shrink_minloc(p, n, *comm, it);
         for (size_t i = 0; i < n; i++) {
             h = mt_fnv1a(&p[i].value, sizeof(double), h);
             h = mt_fnv1a(&p[i].index, sizeof(int), h);
