@@ -847,6 +847,27 @@ static void random_records_never_crash(void)
     free(tp);
 }
 
+/* Recoveries in a row without a collective completed since the previous one: counted
+ * from the records (the largest count and last target any of them carries). */
+static void crash_loops_are_counted(void)
+{
+    ftrabit_rank_state_t st[3];
+    memset(st, 0, sizeof(st));
+    /* the job's first recovery: no target before it */
+    CHECK(0 == ftrabit_recoveries_without_progress(st, 3, 25));
+    /* the last one reached 25; a replacement (a zero record) does not hide it */
+    st[0].last_target_seq = st[1].last_target_seq = 25;
+    CHECK(1 == ftrabit_recoveries_without_progress(st, 3, 25));
+    CHECK(1 == ftrabit_recoveries_without_progress(st, 3, 24)); /* its completer died */
+    CHECK(0 == ftrabit_recoveries_without_progress(st, 3, 26)); /* progress */
+    /* the count goes on from the largest any rank carries */
+    st[1].stalled_recoveries = 6;
+    st[0].stalled_recoveries = 2;
+    CHECK(7 == ftrabit_recoveries_without_progress(st, 3, 25));
+    CHECK(0 == ftrabit_recoveries_without_progress(st, 3, 30));
+    CHECK(0 == ftrabit_recoveries_without_progress(st, 0, 30));
+}
+
 int main(void)
 {
     RUN(replica_holders);
@@ -868,5 +889,6 @@ int main(void)
     RUN(large_job);
     RUN(plans_are_deterministic);
     RUN(random_records_never_crash);
+    RUN(crash_loops_are_counted);
     UNIT_EXIT();
 }

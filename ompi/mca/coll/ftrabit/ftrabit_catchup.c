@@ -51,21 +51,13 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
     }
 }
 
-/* A crash loop: each recovery ends with a process that fails again before any collective
- * completes (a replacement with a deterministic error in its replay, a host that kills
- * what runs on it). Counted from the records, so the same on every rank, as recoveries in
- * a row whose target is no later than the previous one's; at
+/* A crash loop (ftrabit_recoveries_without_progress): at
  * coll_ftrabit_recoveries_without_progress the recovery fails everywhere (0 returned)
  * instead of replacing processes for ever. */
 static int ftrabit_count_progress(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
                                   int size, uint64_t target, int rank)
 {
-    uint64_t last = 0, stalled = 0;
-    for (int r = 0; r < size; r++) {
-        last = all[r].last_target_seq > last ? all[r].last_target_seq : last;
-        stalled = all[r].stalled_recoveries > stalled ? all[r].stalled_recoveries : stalled;
-    }
-    stalled = 0 != last && target <= last ? stalled + 1 : 0;
+    uint64_t stalled = ftrabit_recoveries_without_progress(all, size, target);
     int limit = ftrabit_settings.recoveries_without_progress;
     if (limit > 0 && stalled >= (uint64_t) limit) {
         if (0 == rank) {

@@ -588,6 +588,18 @@ int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig
     return rc;
 }
 
+uint64_t ftrabit_recoveries_without_progress(const ftrabit_rank_state_t *states, int size,
+                                             uint64_t target)
+{
+    uint64_t last = 0, stalled = 0;
+    for (int r = 0; r < size; r++) {
+        last = states[r].last_target_seq > last ? states[r].last_target_seq : last;
+        stalled = states[r].stalled_recoveries > stalled ? states[r].stalled_recoveries : stalled;
+    }
+    /* no recovery before (last 0), or one that got further than the last: progress */
+    return 0 != last && target <= last ? stalled + 1 : 0;
+}
+
 int ftrabit_local_replica_holders(int r, int orig_size, int k, int *out, int max_out)
 {
     if (orig_size <= 0 || r < 0 || r >= orig_size || NULL == out) {

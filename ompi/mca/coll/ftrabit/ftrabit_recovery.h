@@ -121,6 +121,15 @@ enum {
 int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig_size,
                           int result_replicas, int local_replicas, ftrabit_plan_t *plan);
 
+/* A crash loop: each recovery ends with a process that fails again before any collective
+ * completes (a replacement with a deterministic error in its replay, a host that kills
+ * what runs on it). From the records of a recovery whose plan reaches `target`: how many
+ * recoveries in a row, this one included, had a target no later than the one before (0:
+ * this one made progress). The same on every rank, since every rank has the same records;
+ * the caller gives up at coll_ftrabit_recoveries_without_progress. */
+uint64_t ftrabit_recoveries_without_progress(const ftrabit_rank_state_t *states, int size,
+                                             uint64_t target);
+
 /* Orig ranks holding orig rank r's local checkpoint: (r + 1 + i) mod orig_size for
  * i < min(k, orig_size - 1). Returns how many were written to out. */
 int ftrabit_local_replica_holders(int r, int orig_size, int k, int *out, int max_out);
