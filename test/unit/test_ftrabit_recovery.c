@@ -855,8 +855,8 @@ static void crash_loops_are_counted(void)
     memset(st, 0, sizeof(st));
     /* the job's first recovery: no target before it */
     CHECK(0 == ftrabit_recoveries_without_progress(st, 3, 25));
-    /* the last one reached 25; a replacement (a zero record) does not hide it */
-    st[0].last_target_seq = st[1].last_target_seq = 25;
+    /* recoveries before reached 25; a replacement (a zero record) does not hide it */
+    st[0].served_until = st[1].served_until = 25;
     CHECK(1 == ftrabit_recoveries_without_progress(st, 3, 25));
     CHECK(1 == ftrabit_recoveries_without_progress(st, 3, 24)); /* its completer died */
     CHECK(0 == ftrabit_recoveries_without_progress(st, 3, 26)); /* progress */

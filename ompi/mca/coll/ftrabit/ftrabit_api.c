@@ -262,11 +262,11 @@ static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const ftrabit
     return MPI_Allreduce(r->input, buf, call->count, call->type, call->op, comm);
 }
 
-static uint64_t ftrabit_op_id(MPI_Op op)
+static uint32_t ftrabit_op_id(MPI_Op op)
 {
     /* Fortran handles of predefined ops are the same in every process; user ops get
      * theirs in creation order, the same in every process of an SPMD program. */
-    return (uint64_t) (uint32_t) MPI_Op_c2f(op);
+    return (uint32_t) MPI_Op_c2f(op);
 }
 
 /* The key a call's result is cached under (ftrabit_cache.h): a broadcast's root as the
@@ -275,7 +275,7 @@ static uint64_t ftrabit_op_id(MPI_Op op)
 static uint64_t ftrabit_call_key(const ftrabit_state_t *st, const ftrabit_call_t *call)
 {
     if (!call->is_bcast) {
-        return ftrabit_key(FTRABIT_KEY_ALLREDUCE, (uint32_t) ftrabit_op_id(call->op));
+        return ftrabit_key(FTRABIT_KEY_ALLREDUCE, ftrabit_op_id(call->op));
     }
     int root = call->root;
     if (NULL != st->first_rank_of && root >= 0 && root < st->first_rank_of_size) {
@@ -305,10 +305,10 @@ static const char *ftrabit_op_name(uint32_t id)
 static void ftrabit_key_describe(uint64_t key, char *out, size_t room)
 {
     uint32_t value = ftrabit_key_value(key);
-    const char *op = ftrabit_op_name(value);
+    const char *op;
     if (FTRABIT_KEY_BCAST == ftrabit_key_kind(key)) {
         snprintf(out, room, "a broadcast from original rank %d", (int) value);
-    } else if (NULL != op) {
+    } else if (NULL != (op = ftrabit_op_name(value))) {
         snprintf(out, room, "an allreduce with %s", op);
     } else {
         snprintf(out, room, "an allreduce with a user-defined op (Fortran handle %u)", value);
@@ -696,12 +696,13 @@ static int ftrabit_bootstrap_call(const ftrabit_call_t *call, void *buf, MPI_Com
                         "out of memory\n", file, line, func);
         return MPI_ERR_NO_MEM;
     }
+    uint64_t key = ftrabit_call_key(st, call);
     ftrabit_bootstrap_signature_t sig = {
-        .kind = call->is_bcast ? 2 : 1,
+        .kind = (uint32_t) ftrabit_key_kind(key),
         .type_size = (uint64_t) type_size,
         .type_signature = type_signature,
         .count = (uint64_t) call->count,
-        .op_or_root = call->is_bcast ? (uint64_t) call->root : ftrabit_op_id(call->op),
+        .op_or_root = ftrabit_key_value(key),
     }, stored;
     const void *data;
     size_t len;

@@ -23,12 +23,12 @@ typedef struct ftrabit_bootstrap_key {
 } ftrabit_bootstrap_key_t;
 
 typedef struct ftrabit_bootstrap_signature {
-    uint32_t kind;       /* 1 = allreduce, 2 = bcast */
+    uint32_t kind;       /* FTRABIT_KEY_ALLREDUCE or FTRABIT_KEY_BCAST (ftrabit_cache.h) */
     uint64_t type_size;  /* bytes per element */
     uint64_t type_signature; /* digest of the element's type signature (ftrabit_typesig.h):
                                 MPI_FLOAT and MPI_INT differ, equal derived types do not */
     uint64_t count;
-    uint64_t op_or_root; /* an id of the reduction op (allreduce) or the root (bcast) */
+    uint64_t op_or_root; /* the call key's value: the op's id, or the root's first rank */
 } ftrabit_bootstrap_signature_t;
 
 /* Both defined in ftrabit_bootstrap.c: users go through the functions below. */

@@ -36,7 +36,7 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
     rec->orig_rank = st->orig_rank;
     rec->first_rank = st->first_rank;
     rec->replacement = st->replacement;
-    rec->last_target_seq = st->last_target_seq;
+    rec->served_until = st->served_until;
     rec->stalled_recoveries = st->stalled_recoveries;
     rec->version = st->version;
     rec->has_prev = 0; /* checkpoints commit on every rank or on none (FTR_Checkpoint) */
@@ -68,8 +68,7 @@ static int ftrabit_count_progress(ftrabit_state_t *st, const ftrabit_rank_state_
         }
         return 0;
     }
-    st->last_target_seq = target;
-    st->stalled_recoveries = stalled;
+    st->stalled_recoveries = stalled; /* and served_until becomes the target, below */
     return 1;
 }
 

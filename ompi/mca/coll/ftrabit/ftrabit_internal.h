@@ -103,8 +103,8 @@ typedef struct ftrabit_state {
     int spares_taken;          /* spares that took dead ranks in the last recovery */
     int respawned;             /* processes spawned in the last recovery */
     int recoveries;            /* how many recoveries this process took part in */
-    uint64_t last_target_seq;  /* the catch-up target of the last of them */
-    uint64_t stalled_recoveries; /* how many in a row up to it completed no collective */
+    uint64_t stalled_recoveries; /* how many in a row, up to the last of them, got no further
+                                    than served_until */
     double last_recovery_seconds;
 } ftrabit_state_t;
 

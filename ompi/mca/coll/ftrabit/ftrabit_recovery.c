@@ -593,10 +593,10 @@ uint64_t ftrabit_recoveries_without_progress(const ftrabit_rank_state_t *states,
 {
     uint64_t last = 0, stalled = 0;
     for (int r = 0; r < size; r++) {
-        last = states[r].last_target_seq > last ? states[r].last_target_seq : last;
+        last = states[r].served_until > last ? states[r].served_until : last;
         stalled = states[r].stalled_recoveries > stalled ? states[r].stalled_recoveries : stalled;
     }
-    /* no recovery before (last 0), or one that got further than the last: progress */
+    /* no recovery before (last 0), or one that got further than all before: progress */
     return 0 != last && target <= last ? stalled + 1 : 0;
 }
 

@@ -50,9 +50,10 @@ typedef struct ftrabit_rank_state {
     uint64_t held_lo, held_hi; /* every result in [lo, hi] is held, kept or not: those since
                                   the last allreduce this rank completed (lo 0, or lo > hi:
                                   none; else hi <= completed_seq) */
-    uint64_t last_target_seq; /* the catch-up target of the last recovery it took part in */
-    uint64_t stalled_recoveries; /* recoveries in a row, up to that one, whose target was no
-                                    later than the one before (ftrabit_catchup.c) */
+    uint64_t served_until;    /* the furthest catch-up target of the recoveries it took
+                                 part in (0: none) */
+    uint64_t stalled_recoveries; /* recoveries in a row, up to the last, whose target got
+                                    no further than served_until then */
     int32_t first_rank;       /* rank in the communicator FTR_Init returned (orig_rank is
                                  renumbered by shrink, this is not) */
 } ftrabit_rank_state_t;
@@ -124,8 +125,8 @@ int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig
 /* A crash loop: each recovery ends with a process that fails again before any collective
  * completes (a replacement with a deterministic error in its replay, a host that kills
  * what runs on it). From the records of a recovery whose plan reaches `target`: how many
- * recoveries in a row, this one included, had a target no later than the one before (0:
- * this one made progress). The same on every rank, since every rank has the same records;
+ * recoveries in a row, this one included, had a target no later than the furthest one
+ * before (the records' served_until; 0: this one made progress). The same on every rank, since every rank has the same records;
  * the caller gives up at coll_ftrabit_recoveries_without_progress. */
 uint64_t ftrabit_recoveries_without_progress(const ftrabit_rank_state_t *states, int size,
                                              uint64_t target);
