@@ -58,9 +58,10 @@ void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step)
  * everybody completed it: MPI_Comm_spawn and MPI_Intercomm_merge of Open MPI 5.0.7 never
  * return when a member of their communicator is dead (PMIx's connect waits for it; the
  * merge's context id allocation retries for ever), so none is started with a dead member
- * known. The agreement reports such a death alike everywhere (it agrees on the failed
- * processes, and nothing here acknowledges failures). A death inside those two calls is
- * beyond reach: the watchdog (coll_ftrabit_recovery_timeout) ends the job then. */
+ * known: the merge waits for every replacement to answer (ftrabit_introduce_replacements).
+ * The agreement reports such a death alike everywhere (it agrees on the failed processes,
+ * and nothing here acknowledges failures). A death inside those two calls is beyond
+ * reach: the watchdog (coll_ftrabit_recovery_timeout) ends the job then. */
 #define FTRABIT_STEP_DONE 1
 #define FTRABIT_STEP_RETRYABLE 2
 
@@ -196,12 +197,19 @@ static int ftrabit_join(MPI_Comm parent, ftrabit_state_t **state)
 
     *state = NULL;
     MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+    /* The survivors send the join record only once the spawn held on all of them; the
+     * answer tells them this process is alive, and "go" that they all agreed on it
+     * (ftrabit_introduce_replacements): from here on they take part in the merge. */
     err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS == err) {
+        err = MPI_Send(NULL, 0, MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent);
+    }
+    if (MPI_SUCCESS == err) {
+        err = MPI_Recv(NULL, 0, MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
+    }
     if (MPI_SUCCESS != err) {
         ftrabit_abandoned(err);
     }
-    /* The survivors send it only once the spawn held on all of them: from here on they
-     * take part in the merge step's agreement. */
     err = ftrabit_merge_with_replacements(parent, join.orig_rank, 1, MPI_SUCCESS, &own);
     if (MPI_SUCCESS != err) {
         ftrabit_abandoned(err);

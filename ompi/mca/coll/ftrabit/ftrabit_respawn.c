@@ -206,11 +206,46 @@ int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, int err,
     return err;
 }
 
+/* Before anybody enters MPI_Intercomm_merge, which Open MPI 5.0.7 never leaves with a
+ * dead member, the survivors learn that their replacements are alive: the survivors'
+ * rank 0 sends each replacement its join record and waits for its answer, the survivors
+ * agree on the outcome, and only then does rank 0 let the replacements go on to the
+ * merge. A replacement that died before it answered fails the step on every survivor and
+ * the rebuild starts another; the replacements of a failed step are released by the
+ * revoke of their intercommunicator, which ends their wait. Left to the watchdog: a
+ * replacement that dies after its answer and before the merge completes. */
+static int ftrabit_introduce_replacements(const ftrabit_state_t *st, MPI_Comm shrunk,
+                                          MPI_Comm inter, const int *dead, int ndead)
+{
+    int rank, err = MPI_SUCCESS;
+
+    MPI_Comm_rank(shrunk, &rank);
+    for (int i = 0; 0 == rank && MPI_SUCCESS == err && i < ndead; i++) {
+        ftrabit_join_t join = {.orig_rank = dead[i], .orig_size = st->orig_size};
+        err = MPI_Send(&join, sizeof(join), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
+    }
+    for (int i = 0; 0 == rank && MPI_SUCCESS == err && i < ndead; i++) {
+        err = MPI_Recv(NULL, 0, MPI_BYTE, i, FTRABIT_TAG_JOIN, inter, MPI_STATUS_IGNORE);
+    }
+    if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {
+        /* A replacement that died before this process learnt its address is unreachable
+         * (MPI_ERR_INTERN from the PML) until its failure is reported: it failed. */
+        ftrabit_log(1, "a replacement did not answer its join record (error %d): taken as "
+                       "failed", err);
+        err = MPI_ERR_PROC_FAILED;
+    }
+    err = ftrabit_step_agreed(shrunk, err, "join");
+    for (int i = 0; 0 == rank && MPI_SUCCESS == err && i < ndead; i++) {
+        err = MPI_Send(NULL, 0, MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
+    }
+    return err;
+}
+
 /* Survivors: start a replacement for each dead original rank and build the communicator
  * in which everybody holds its original rank again. */
 int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebuilt)
 {
-    int *dead = NULL, ndead = 0, err, rank;
+    int *dead = NULL, ndead = 0, err;
     MPI_Comm inter;
     ftrabit_spawn_args_t args = {0};
 
@@ -239,13 +274,11 @@ int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebuilt)
         free(dead);
         return err;
     }
-    MPI_Comm_rank(shrunk, &rank);
-    for (int i = 0; 0 == rank && MPI_SUCCESS == err && i < ndead; i++) {
-        ftrabit_join_t join = {.orig_rank = dead[i], .orig_size = st->orig_size};
-        err = MPI_Send(&join, sizeof(join), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
-    }
+    err = ftrabit_introduce_replacements(st, shrunk, inter, dead, ndead);
     free(dead);
-    err = ftrabit_merge_with_replacements(inter, st->orig_rank, 0, err, rebuilt);
+    if (MPI_SUCCESS == err) {
+        err = ftrabit_merge_with_replacements(inter, st->orig_rank, 0, err, rebuilt);
+    }
     if (MPI_SUCCESS != err) {
         MPIX_Comm_revoke(inter); /* replacements that merged: abandoned too */
     }
