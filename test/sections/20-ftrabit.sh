@@ -408,17 +408,18 @@ mpi ft/uniform/np6 6 pass test/mpi/ft_uniform --with-ft ulfm --mca coll_ftrabit_
 # failure-free fingerprint on every rank. At np 4 the survivors' rank 0 had never talked to
 # the replacement and waited for ever for its address (PMIx_Get: patch 0009); at np 8 the
 # survivors spun in the merge printing "NBC_Progress: an error 75" (millions of lines,
-# counted here, not kept) until coll_ftrabit_recovery_timeout ended the job.
+# counted here, not kept) until coll_ftrabit_recovery_timeout ended the job. Across hosts
+# (section 40) the lookup of the dead replacement's address goes to its host's daemon.
 replacement_dies_before_joining() {
     local np=$1 log=$logs/ft-replacement-dies-before-joining-np$1.log marks want
     local args=(--type strided --bytes 65536)
-    want=$(timeout -k 10 "$ft_timeout_s" "${mpirun[@]}" --with-ft ulfm -np "$np" \
+    want=$(timeout -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm -np "$np" \
         "$build/test/mpi/ft_campaign" "${args[@]}" </dev/null 2>&1 \
         | sed -n 's/.*final fingerprint \([0-9a-f]*\) .*/\1/p' | sort -u)
     echo "failure-free fingerprint: $want"
     [ -n "$want" ] && [ "$(echo "$want" | wc -l)" -eq 1 ] || return 1
     marks=$(mktemp -d)
-    timeout --verbose -k 10 "$ft_timeout_s" "${mpirun[@]}" --with-ft ulfm \
+    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
         --mca coll_ftrabit_recovery_timeout 30 -np "$np" "$build/test/mpi/ft_campaign" \
         "${args[@]}" --kill "$((np - 3)):3:before-allreduce" --kill-replacement 1 \
         --kill-marks "$marks" </dev/null 2>&1 \

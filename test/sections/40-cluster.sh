@@ -228,3 +228,7 @@ in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1-shrink 6 "3:7" --mca coll_ftrabit_recovery shrink
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
 in_cluster ft_run ftr_kmeans cluster/kill-ranks-on-h1-then-h2 6 "2:7 5:12"
+# A replacement that dies before it joins, across hosts: rank 3 dies on h1, its replacement
+# is started on h1 and dies; rank 0 on h0 asks h1's daemon for its address (patch 0009's
+# remote path) and the rebuild starts another.
+in_cluster check ft/cluster/replacement-dies-before-joining/np6 replacement_dies_before_joining 6
