@@ -410,16 +410,17 @@ mpi ft/uniform/np6 6 pass test/mpi/ft_uniform --with-ft ulfm --mca coll_ftrabit_
 # survivors spun in the merge printing "NBC_Progress: an error 75" (millions of lines,
 # counted here, not kept) until coll_ftrabit_recovery_timeout ended the job. Across hosts
 # (section 40) the lookup of the dead replacement's address goes to its host's daemon.
-replacement_dies_before_joining() {
-    local np=$1 log=$logs/ft-replacement-dies-before-joining-np$1.log marks want
-    local args=(--type strided --bytes 65536)
-    want=$(timeout -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm -np "$np" \
+replacement_dies_before_joining() { # NP [MPIRUN OPTIONS...]
+    local np=$1 log marks want args=(--type strided --bytes 65536)
+    shift
+    log=$logs/ft-replacement-dies-before-joining-np$np$(echo "${*:+-$*}" | tr ' ' '_').log
+    want=$(timeout -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" --with-ft ulfm -np "$np" \
         "$build/test/mpi/ft_campaign" "${args[@]}" </dev/null 2>&1 \
         | sed -n 's/.*final fingerprint \([0-9a-f]*\) .*/\1/p' | sort -u)
     echo "failure-free fingerprint: $want"
     [ -n "$want" ] && [ "$(echo "$want" | wc -l)" -eq 1 ] || return 1
     marks=$(mktemp -d)
-    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
+    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" --with-ft ulfm \
         --mca coll_ftrabit_recovery_timeout 30 -np "$np" "$build/test/mpi/ft_campaign" \
         "${args[@]}" --kill "$((np - 3)):3:before-allreduce" --kill-replacement 1 \
         --kill-marks "$marks" </dev/null 2>&1 \
@@ -433,6 +434,7 @@ replacement_dies_before_joining() {
 }
 check ft/replacement-dies-before-joining/np4 replacement_dies_before_joining 4
 check ft/replacement-dies-before-joining/np8 replacement_dies_before_joining 8
+check ft/replacement-dies-before-joining/dr2-np4 replacement_dies_before_joining 4 --mca pml dr2
 
 # The kill campaign (test/campaign/run-campaign.sh, `make campaign`, docs/campaign.md), short:
 # 8 fixed scenarios of seed 11 at np 3-5 and up to 64 KiB (inside checkpoints, during a
