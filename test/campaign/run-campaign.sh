@@ -35,8 +35,9 @@
 # Verdicts: right (every rank printed the reference fingerprint, on the expected number of
 # ranks; under shrink one same fingerprint, each result having been checked by the program
 # against the sets of ranks that may have contributed to it: the second run with the same
-# kills may count a dead rank's contribution where this one does not), error (the job ended with an error FTR_* documents: "recovery is not possible",
-# a shrink broadcast whose root died), wrong (anything else), hung (the timeout).
+# kills may count a dead rank's contribution where this one does not), error (the job
+# ended with an error FTR_* documents: "recovery is not possible", a replacement that never
+# joined, a shrink broadcast whose root died), wrong (anything else), hung (the timeout).
 set -u
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out=""
@@ -152,8 +153,8 @@ draw_scenario() {
             pick "${others[@]}"
             extra="--mca coll_ftrabit_test_kill_in_catch_up $REPLY -- --not-root $REPLY"
             deaths=$((deaths + 1)) ;;
-        # Documented: a replacement that never joins ends the job after
-        # coll_ftrabit_recovery_timeout (60 s by default; 20 s here to save time).
+        # The first replacement dies before it joins: the survivors start another. Should
+        # one never join, coll_ftrabit_recovery_timeout ends the job (20 s here, not 60).
         replacement-dies) extra="--mca coll_ftrabit_recovery_timeout 20 -- --kill-replacement 1" ;;
     esac
 }

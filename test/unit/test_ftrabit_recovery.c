@@ -848,7 +848,7 @@ static void random_records_never_crash(void)
 }
 
 /* Recoveries in a row without a collective completed since the previous one: counted
- * from the records (the largest count and last target any of them carries). */
+ * from the records (the largest count and the furthest target any of them carries). */
 static void crash_loops_are_counted(void)
 {
     ftrabit_rank_state_t st[3];

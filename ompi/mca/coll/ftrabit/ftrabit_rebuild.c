@@ -210,7 +210,7 @@ static int ftrabit_join(MPI_Comm parent, ftrabit_state_t **state)
     if (MPI_SUCCESS != err) {
         ftrabit_abandoned(err);
     }
-    err = ftrabit_merge_with_replacements(parent, join.orig_rank, 1, MPI_SUCCESS, &own);
+    err = ftrabit_merge_with_replacements(parent, join.orig_rank, 1, &own);
     if (MPI_SUCCESS != err) {
         ftrabit_abandoned(err);
     }

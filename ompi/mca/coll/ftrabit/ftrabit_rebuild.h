@@ -35,9 +35,8 @@ void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step);
 int ftrabit_step_agreed(MPI_Comm comm, int err, const char *step);
 
 /* Merge with the replacements over `inter` and take the original rank order (`key`);
- * `high` as MPI_Intercomm_merge's; `err` how the step started here. */
-int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, int err,
-                                    MPI_Comm *rebuilt);
+ * `high` as MPI_Intercomm_merge's. */
+int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, MPI_Comm *rebuilt);
 
 /* Survivors: start a replacement for each dead original rank and build the communicator
  * in which everybody holds its original rank again (ftrabit_respawn.c). */

@@ -126,8 +126,9 @@ int ftrabit_plan_recovery(const ftrabit_rank_state_t *states, int size, int orig
  * completes (a replacement with a deterministic error in its replay, a host that kills
  * what runs on it). From the records of a recovery whose plan reaches `target`: how many
  * recoveries in a row, this one included, had a target no later than the furthest one
- * before (the records' served_until; 0: this one made progress). The same on every rank, since every rank has the same records;
- * the caller gives up at coll_ftrabit_recoveries_without_progress. */
+ * before (the records' served_until; 0: this one made progress). The same on every rank,
+ * since every rank has the same records; the caller gives up at
+ * coll_ftrabit_recoveries_without_progress. */
 uint64_t ftrabit_recoveries_without_progress(const ftrabit_rank_state_t *states, int size,
                                              uint64_t target);
 

@@ -181,17 +181,15 @@ static int ftrabit_spawn_replacements(const ftrabit_state_t *st, MPI_Comm shrunk
 }
 
 /* Merge with the replacements and take the original rank order, as one step of the
- * intercommunicator (survivors and replacements agree together). `err`: how the step
- * started here (the survivors' rank 0 sends the join records first). */
-int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, int err,
-                                    MPI_Comm *rebuilt)
+ * intercommunicator (survivors and replacements agree together), once every replacement
+ * answered its join record (ftrabit_introduce_replacements). */
+int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, MPI_Comm *rebuilt)
 {
     MPI_Comm merged = MPI_COMM_NULL;
+    int err;
 
     *rebuilt = MPI_COMM_NULL;
-    if (MPI_SUCCESS == err) {
-        err = MPI_Intercomm_merge(inter, high, &merged);
-    }
+    err = MPI_Intercomm_merge(inter, high, &merged);
     if (MPI_SUCCESS == err) {
         MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
         err = MPI_Comm_split(merged, 0, key, rebuilt);
@@ -277,7 +275,7 @@ int ftrabit_respawn(ftrabit_state_t *st, MPI_Comm shrunk, MPI_Comm *rebuilt)
     err = ftrabit_introduce_replacements(st, shrunk, inter, dead, ndead);
     free(dead);
     if (MPI_SUCCESS == err) {
-        err = ftrabit_merge_with_replacements(inter, st->orig_rank, 0, err, rebuilt);
+        err = ftrabit_merge_with_replacements(inter, st->orig_rank, 0, rebuilt);
     }
     if (MPI_SUCCESS != err) {
         MPIX_Comm_revoke(inter); /* replacements that merged: abandoned too */
