@@ -106,17 +106,17 @@ for np in $NPS; do
                 for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
                 return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
             /^#/ { next }
-            NF >= 13 { b = $1; if (!(b in seen)) { seen[b] = 1; sizes[++ns] = b }
-                       k = ++cnt[b]; m[b, k] = $2; f[b, k] = $3; p[b, k] = $7; cu[b, k] = $11; cp[b, k] = $13
+            NF >= 14 { b = $1; if (!(b in seen)) { seen[b] = 1; sizes[++ns] = b }
+                       k = ++cnt[b]; m[b, k] = $2; f[b, k] = $3; p[b, k] = $7; cu[b, k] = $11; cp[b, k] = $13; ck[b, k] = $14
                        if (!(b in lo) || $5 < lo[b]) lo[b] = $5; if (!(b in hi) || $6 > hi[b]) hi[b] = $6
                        if ($8 > kept[b]) kept[b] = $8; if ($9 > hk[b]) hk[b] = $9; if ($10 > hb[b]) hb[b] = $10 }
             END {
                 printf "# FTR_Allreduce vs MPI_Allreduce (in place, MPI_SUM of MPI_DOUBLE), %d ranks, checkpoint every %d calls\n", np, every
-                printf "# bytes mpi_us ftr_us ratio_of_medians median_paired_ratio ratio_min ratio_max runs kept held_kept_bytes held_between_bytes copy_us copy_ratio_of_medians copy_median_paired_ratio\n"
+                printf "# bytes mpi_us ftr_us ratio_of_medians median_paired_ratio ratio_min ratio_max runs kept held_kept_bytes held_between_bytes copy_us copy_ratio_of_medians copy_median_paired_ratio checkpoint_us\n"
                 for (s = 1; s <= ns; s++) { b = sizes[s]; n = cnt[b]
-                    for (k = 1; k <= n; k++) { mm[k] = m[b, k]; ff[k] = f[b, k]; pp[k] = p[b, k]; uu[k] = cu[b, k]; cc[k] = cp[b, k] }
-                    a = med(mm, n); c = med(ff, n); q = med(pp, n); u = med(uu, n); r = med(cc, n)
-                    printf "%d %.3f %.3f %.4f %.4f %.4f %.4f %d %d %d %d %.3f %.4f %.4f\n", b, a, c, c / a, q, lo[b], hi[b], n, kept[b], hk[b], hb[b], u, u / a, r }
+                    for (k = 1; k <= n; k++) { mm[k] = m[b, k]; ff[k] = f[b, k]; pp[k] = p[b, k]; uu[k] = cu[b, k]; cc[k] = cp[b, k]; kk[k] = ck[b, k] }
+                    a = med(mm, n); c = med(ff, n); q = med(pp, n); u = med(uu, n); r = med(cc, n); z = med(kk, n)
+                    printf "%d %.3f %.3f %.4f %.4f %.4f %.4f %d %d %d %d %.3f %.4f %.4f %.3f\n", b, a, c, c / a, q, lo[b], hi[b], n, kept[b], hk[b], hb[b], u, u / a, r, z }
             }' "$RAW"/ovh-np$np-e$every-r*.txt >"$OUT/ftr-overhead-np$np-every$every.dat"
     done
 done
@@ -153,7 +153,13 @@ MPI_DOUBLEs on the same buffer, as \`MPI_Allreduce(MPI_IN_PLACE, ...)\` and as \
 (a sequence number, the result kept until the next checkpoint: what recovery replays).
 coll/ftrabit serves both calls, so the difference is the FTR_* layer alone. $TRIALS paired trials of
 about $TRIAL_SECONDS s per size, the order flipping every trial; \`FTR_Checkpoint\` every K FTR
-calls (untimed: an agreement, whose cost an application amortises over its interval). Before
+calls, outside the clock (an agreement, whose cost an application amortises over its
+interval: its own table below). The other variants stop their clocks at the same points and
+run the same agreement (\`MPIX_Comm_agree\`), because an agreement slows the calls right
+after it: on 2 ranks at 8 B the next few calls took 0.15 us more in all, \`MPI_Allreduce\`'s
+as much as \`FTR_Allreduce\`'s (measured 2026-11-26 at c83e94d). Charged to
+\`FTR_Allreduce\` alone, as an earlier version of this bench did, that aftermath made
+8 B-2 KiB look 1.07-1.16x at K = 10. Before
 the trials of each size, one untimed interval of K calls: the first interval with a new size
 fills the result pool (its pages fault in once, as the application's own buffers do); the
 trials measure the steady state, every later interval. $ROUNDS rounds, each running every
@@ -203,13 +209,37 @@ EOF
     done
     cat <<'EOF'
 
+What a checkpoint costs (`FTR_Checkpoint` of an 8-byte global and an 8-byte local state, the
+agreement included, the slowest rank's mean; it does not depend on the message size, so the
+median over the sizes and the range): per checkpoint, and per FTR call when taken every K
+calls, against the time of one 8-byte `MPI_Allreduce`:
+
+| ranks | checkpoint every | µs per checkpoint (median over sizes) | range over sizes | per call at this interval, µs | against an 8 B MPI_Allreduce |
+| ---: | ---: | ---: | :---: | ---: | ---: |
+EOF
+    for np in $NPS; do
+        for every in $EVERYS; do
+            awk -v np="$np" -v every="$every" '!/^#/ { v[++n] = $15; if (n == 1) { lo = hi = $15; small = $2 }
+                if ($15 < lo) lo = $15; if ($15 > hi) hi = $15 }
+                END { for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+                      m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+                      printf "| %s | %s | %.1f | %.1f - %.1f | %.2f | %.2fx |\n", np, every, m, lo, hi, m / every, m / every / small }' \
+                "$OUT/ftr-overhead-np$np-every$every.dat"
+        done
+    done
+    cat <<'EOF'
+
 How to read this:
 
-- **Small messages** (up to a few KiB): what the FTR layer adds per call is bookkeeping, about
-  0.1 us (measured on one rank, where `MPI_Allreduce` is a local copy: 0.11-0.13 us per call
-  more than `MPI_Allreduce`): a sequence number, a pool buffer lent and kept, one small
-  memcpy. Against a 2-rank `MPI_Allreduce` of 0.3-0.5 us on a quiet core that is 1.1-1.3x;
-  against anything that crosses a network it disappears.
+- **Small messages** (up to a few KiB): what the FTR layer adds per call is bookkeeping (a
+  sequence number, a pool buffer lent and kept, one small memcpy), too little to show next to
+  a 2-rank `MPI_Allreduce` of 0.3-0.5 us: measured apart on 2 ranks at 8 B (2026-11-26, at
+  c83e94d, best of 7 trials of 100,000 calls, the same agreement in both, two runs each
+  with a checkpoint every 10, 100 and 1000 calls), `FTR_Allreduce` took 0-14 ns more than
+  `MPI_Allreduce`'s 334-368 ns (1.00-1.04x). What small
+  messages pay is the checkpoint itself (the table above): an agreement of a few
+  microseconds, which every 10 calls of 8 B costs more than the calls. Checkpoint once per
+  iteration of the application, after its collectives, not after each one.
 - **Large messages**: a kept result must be in a second place, so every call writes the
   result once more than `MPI_Allreduce` alone (and the input must survive a failed attempt:
   FTR reduces out of the user's buffer into a pool buffer and copies the result back, one
@@ -218,7 +248,18 @@ How to read this:
   to the others, shows that floor. FTR stays above it because each kept result has its own
   buffer (the pool cycles through one per call of the interval, colder in the caches than
   the single buffer of the floor) and because an out-of-place collective moves more
-  memory than an in-place one. With 4 ranks on 2 cores every rank's copy is serialised
+  memory than an in-place one. Measured apart on 2 ranks (2026-11-26, at c83e94d, a
+  program timing `MPI_Allreduce` of coll/ftrabit four ways, best of 7 trials of 30 calls),
+  at 1 / 4 / 8 MiB against the in-place call: a memcpy of the result into one other buffer
+  1.53x / 1.35x / 1.44x (the floor column's way); into one of 10 buffers in turn, as a cache
+  of 10 results needs, 1.53x / 1.47x / 1.68x; reducing out of place into one of 10 buffers
+  in turn and copying the result back, FTR's way, 1.58x / 1.81x / 1.96x. The cheaper
+  in-place way (reduce in the user's buffer, then copy into the kept one) loses the input a
+  retry after a failure starts from. Also tried and not kept: the upper rank of the first
+  exchange combining straight into the kept buffer with Open MPI's three-buffer reduction
+  kernels instead of first copying its half there (no copy, one pass): 2.17-2.38x at 8 MiB
+  against 1.89-1.99x, alternating builds in the same minutes: the copy overlaps the
+  transfer, the three-buffer pass writes cold memory after it. With 4 ranks on 2 cores every rank's copy is serialised
   with the others' work, so the ratios are higher there than on a machine with a core per
   rank. Across nodes the network, not the memory, bounds `MPI_Allreduce`, and the copy is
   a smaller share. Tried and measured slower (2026-11-26, np 2, checkpoint every 10):
@@ -255,8 +296,8 @@ EOF
         printf '\n![FTR_Allreduce vs MPI_Allreduce on %s ranks](ftr-overhead-np%s.png)\n' "$np" "$np"
         for every in $EVERYS; do
             printf '\n### %s ranks, checkpoint every %s calls\n\n' "$np" "$every"
-            printf '| size | MPI_Allreduce µs | FTR_Allreduce µs | ratio of medians | ratio, paired | paired-trial range | MPI + memcpy µs | floor, paired |\n| ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: |\n'
-            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14 }' \
+            printf '| size | MPI_Allreduce µs | FTR_Allreduce µs | ratio of medians | ratio, paired | paired-trial range | MPI + memcpy µs | floor, paired | FTR_Checkpoint µs |\n| ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: |\n'
+            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f | %.1f |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14, $15 }' \
                 "$OUT/ftr-overhead-np$np-every$every.dat"
         done
     done
