@@ -43,8 +43,8 @@
  * then (results, pool, index); HELD_BETWEEN, the bytes held right after it, until the next
  * interval's results reuse them. COPY_*: the copy variant's median, its ratio to MPI_USEC
  * and its median paired ratio. CKPT_USEC: the mean time of one FTR_Checkpoint in the
- * trials (each batch's mean on the slowest rank, the median over the batches; 0 with
- * CHECKPOINT_EVERY 0).
+ * trials (each batch's mean on the slowest rank, the median over the batches that had
+ * one; -1 where none had: CHECKPOINT_EVERY 0, or fewer calls per trial than it).
  */
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -243,6 +243,7 @@ int main(int argc, char **argv)
     unsigned long max_bytes = 16UL << 20;
     double trial_sec = 0.06, t_mpi[MAX_TRIALS], t_ftr[MAX_TRIALS], ratio[MAX_TRIALS];
     double t_copy[MAX_TRIALS], ratio_copy[MAX_TRIALS], t_ckpt[MAX_TRIALS];
+    int n_ckpt;
 
     CHECK(FTR_Init(&argc, &argv, &world));
     MPI_Comm_rank(world, &rank);
@@ -301,6 +302,7 @@ int main(int argc, char **argv)
         if (mem_sampling) {
             mem_kept = mem_held_kept = mem_held_between = 0;
         }
+        n_ckpt = 0;
         for (int t = 0; t < trials; t++) {
             /* mpi next to each of the others, the order rotating from trial to trial */
             static const int orders[4][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}};
@@ -309,9 +311,10 @@ int main(int argc, char **argv)
                 ckpt_sec = 0.0;
                 ckpt_count = 0;
                 double s = time_batch(v, n, iters);
-                if (VARIANT_FTR == v) {
-                    double mine = ckpt_count ? ckpt_sec / (double) ckpt_count : 0.0;
-                    CHECK(MPI_Allreduce(&mine, &t_ckpt[t], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+                if (VARIANT_FTR == v && ckpt_count > 0) { /* the same count on every rank */
+                    double mine = ckpt_sec / (double) ckpt_count;
+                    CHECK(MPI_Allreduce(&mine, &t_ckpt[n_ckpt++], 1, MPI_DOUBLE, MPI_MAX,
+                                        MPI_COMM_WORLD));
                 }
                 *(VARIANT_MPI == v ? &t_mpi[t] : VARIANT_FTR == v ? &t_ftr[t] : &t_copy[t]) = s;
             }
@@ -332,7 +335,7 @@ int main(int argc, char **argv)
             printf("%zu %.3f %.3f %.4f %.4f %.4f %.4f %lu %lu %lu %.3f %.4f %.4f %.3f\n",
                    count * sizeof(double), 1e6 * m, 1e6 * f, f / m, lo, hi,
                    median(ratio, trials), mem_max[0], mem_max[1], mem_max[2], 1e6 * c, c / m,
-                   median(ratio_copy, trials), 1e6 * median(t_ckpt, trials));
+                   median(ratio_copy, trials), n_ckpt ? 1e6 * median(t_ckpt, n_ckpt) : -1.0);
             fflush(stdout);
         }
     }

@@ -107,15 +107,17 @@ for np in $NPS; do
                 return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
             /^#/ { next }
             NF >= 14 { b = $1; if (!(b in seen)) { seen[b] = 1; sizes[++ns] = b }
-                       k = ++cnt[b]; m[b, k] = $2; f[b, k] = $3; p[b, k] = $7; cu[b, k] = $11; cp[b, k] = $13; ck[b, k] = $14
+                       k = ++cnt[b]; m[b, k] = $2; f[b, k] = $3; p[b, k] = $7; cu[b, k] = $11; cp[b, k] = $13; if ($14 >= 0) ck[b, ++nck[b]] = $14
                        if (!(b in lo) || $5 < lo[b]) lo[b] = $5; if (!(b in hi) || $6 > hi[b]) hi[b] = $6
                        if ($8 > kept[b]) kept[b] = $8; if ($9 > hk[b]) hk[b] = $9; if ($10 > hb[b]) hb[b] = $10 }
             END {
                 printf "# FTR_Allreduce vs MPI_Allreduce (in place, MPI_SUM of MPI_DOUBLE), %d ranks, checkpoint every %d calls\n", np, every
                 printf "# bytes mpi_us ftr_us ratio_of_medians median_paired_ratio ratio_min ratio_max runs kept held_kept_bytes held_between_bytes copy_us copy_ratio_of_medians copy_median_paired_ratio checkpoint_us\n"
                 for (s = 1; s <= ns; s++) { b = sizes[s]; n = cnt[b]
-                    for (k = 1; k <= n; k++) { mm[k] = m[b, k]; ff[k] = f[b, k]; pp[k] = p[b, k]; uu[k] = cu[b, k]; cc[k] = cp[b, k]; kk[k] = ck[b, k] }
-                    a = med(mm, n); c = med(ff, n); q = med(pp, n); u = med(uu, n); r = med(cc, n); z = med(kk, n)
+                    for (k = 1; k <= n; k++) { mm[k] = m[b, k]; ff[k] = f[b, k]; pp[k] = p[b, k]; uu[k] = cu[b, k]; cc[k] = cp[b, k] }
+                    for (k = 1; k <= nck[b]; k++) kk[k] = ck[b, k]
+                    a = med(mm, n); c = med(ff, n); q = med(pp, n); u = med(uu, n); r = med(cc, n)
+                    z = nck[b] ? med(kk, nck[b]) : -1 # -1: no checkpoint inside a trial of this size
                     printf "%d %.3f %.3f %.4f %.4f %.4f %.4f %d %d %d %d %.3f %.4f %.4f %.3f\n", b, a, c, c / a, q, lo[b], hi[b], n, kept[b], hk[b], hb[b], u, u / a, r, z }
             }' "$RAW"/ovh-np$np-e$every-r*.txt >"$OUT/ftr-overhead-np$np-every$every.dat"
     done
@@ -210,20 +212,19 @@ EOF
     cat <<'EOF'
 
 What a checkpoint costs (`FTR_Checkpoint` of an 8-byte global and an 8-byte local state, the
-agreement included, the slowest rank's mean; it does not depend on the message size, so the
-median over the sizes and the range): per checkpoint, and per FTR call when taken every K
-calls, against the time of one 8-byte `MPI_Allreduce`:
+agreement included, the slowest rank's mean; it grows with the results it drops, so per
+message size): at 8 B per checkpoint, and per FTR call when taken every K calls against one
+8-byte `MPI_Allreduce`; at the largest size where a trial made K calls (larger sizes: fewer
+calls per trial, no checkpoint timed):
 
-| ranks | checkpoint every | µs per checkpoint (median over sizes) | range over sizes | per call at this interval, µs | against an 8 B MPI_Allreduce |
-| ---: | ---: | ---: | :---: | ---: | ---: |
+| ranks | checkpoint every | µs per checkpoint at 8 B | per call at 8 B, µs | against an 8 B MPI_Allreduce | µs per checkpoint, largest size timed |
+| ---: | ---: | ---: | ---: | ---: | :--- |
 EOF
     for np in $NPS; do
         for every in $EVERYS; do
-            awk -v np="$np" -v every="$every" '!/^#/ { v[++n] = $15; if (n == 1) { lo = hi = $15; small = $2 }
-                if ($15 < lo) lo = $15; if ($15 > hi) hi = $15 }
-                END { for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
-                      m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-                      printf "| %s | %s | %.1f | %.1f - %.1f | %.2f | %.2fx |\n", np, every, m, lo, hi, m / every, m / every / small }' \
+            awk -v np="$np" -v every="$every" "$human_awk"'!/^#/ && ++n == 1 { small = $2; c8 = $15 }
+                !/^#/ && $15 >= 0 { big = $1; cbig = $15 }
+                END { printf "| %s | %s | %.1f | %.2f | %.2fx | %.1f (%s) |\n", np, every, c8, c8 / every, c8 / every / small, cbig, human(big) }' \
                 "$OUT/ftr-overhead-np$np-every$every.dat"
         done
     done
@@ -297,7 +298,7 @@ EOF
         for every in $EVERYS; do
             printf '\n### %s ranks, checkpoint every %s calls\n\n' "$np" "$every"
             printf '| size | MPI_Allreduce µs | FTR_Allreduce µs | ratio of medians | ratio, paired | paired-trial range | MPI + memcpy µs | floor, paired | FTR_Checkpoint µs |\n| ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: |\n'
-            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f | %.1f |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14, $15 }' \
+            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f | %s |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14, $15 < 0 ? "-" : sprintf("%.1f", $15) }' \
                 "$OUT/ftr-overhead-np$np-every$every.dat"
         done
     done
