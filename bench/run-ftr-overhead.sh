@@ -212,7 +212,7 @@ EOF
     cat <<'EOF'
 
 What a checkpoint costs (`FTR_Checkpoint` of an 8-byte global and an 8-byte local state, the
-agreement included, the slowest rank's mean; it grows with the results it drops, so per
+agreement included, the slowest rank's mean; it grows with the size of the results it drops, so per
 message size): at 8 B per checkpoint, and per FTR call when taken every K calls against one
 8-byte `MPI_Allreduce`; at the largest size where a trial made K calls (larger sizes: fewer
 calls per trial, no checkpoint timed):
