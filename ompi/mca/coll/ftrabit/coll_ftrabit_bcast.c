@@ -44,6 +44,12 @@ static int ftrabit_bcast_binomial(char *buf, size_t count, ompi_datatype_t *dtyp
         }
     }
     int nchildren = ftrabit_binomial_children(size, vrank, children, FTRABIT_MAX_STEPS);
+    if (1 == nchildren) {
+        /* A blocking send needs no request: the PML may send a small message inline (on 2
+         * ranks, the root's only send). */
+        return MCA_PML_CALL(send(buf, count, dtype, ftrabit_real_rank(children[0], root, size),
+                                 FTRABIT_TAG, MCA_PML_BASE_SEND_STANDARD, comm));
+    }
     for (int i = 0; i < nchildren; i++) {
         err = MCA_PML_CALL(isend(buf, count, dtype, ftrabit_real_rank(children[i], root, size),
                                  FTRABIT_TAG, MCA_PML_BASE_SEND_STANDARD, comm, &reqs[i]));
