@@ -212,8 +212,10 @@ EOF
     cat <<'EOF'
 
 What a checkpoint costs (`FTR_Checkpoint` of an 8-byte global and an 8-byte local state, the
-agreement included, the slowest rank's mean; it grows with the size of the results it drops, so per
-message size): at 8 B per checkpoint, and per FTR call when taken every K calls against one
+agreement included, the slowest rank's mean). It grows with the message size: each rank's
+clock stops when its last call returns, and the agreement then waits for the ranks still
+finishing theirs, a spread that grows with the message (the other variants' agreement
+absorbs the same spread). At 8 B per checkpoint, and per FTR call when taken every K calls against one
 8-byte `MPI_Allreduce`; at the largest size where a trial made K calls (larger sizes: fewer
 calls per trial, no checkpoint timed):
 
