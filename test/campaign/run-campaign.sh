@@ -37,7 +37,8 @@
 # against the sets of ranks that may have contributed to it: the second run with the same
 # kills may count a dead rank's contribution where this one does not), error (the job
 # ended with an error FTR_* documents: "recovery is not possible", a replacement that never
-# joined, a shrink broadcast whose root died), wrong (anything else), hung (the timeout).
+# joined, a shrink broadcast whose root died), wrong (anything else, a process that crashed
+# among it), hung (the timeout).
 set -u
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out=""
@@ -267,6 +268,11 @@ judge() {
         verdict=hung why="no end after ${timeout_s}s; ranks that printed their result: $n"
     elif grep -aq "WRONG:" "$log"; then
         verdict=wrong why=$(grep -a -m1 "WRONG:" "$log")
+    elif grep -aqE "terminated with signal [0-9]+ at PC=" "$log"; then
+        # Open MPI's handler for a fatal signal (SIGSEGV, SIGBUS, SIGABRT...); the victims die
+        # of SIGKILL, which no handler sees. A crash is wrong even when the job then ends
+        # with a documented error: the crashed process may have held what recovery needed.
+        verdict=wrong why="a process crashed: $(grep -aoE -m1 "terminated with signal [0-9]+" "$log")"
     elif [ -n "$got" ] && [ "$got" != "$reference" ] \
          && ! { [ "$policy" = shrink ] && [ "$(wc -l <<<"$got")" = 1 ]; }; then
         # (under shrink one fingerprint on every rank is enough: the program checked each
@@ -388,7 +394,8 @@ write_report() {
              "FTR_* documents (\"recovery is not possible\": results or a checkpoint died with all" \
              "their holders; \"recovery did not finish within coll_ftrabit_recovery_timeout\": a" \
              "replacement never joined; a shrink broadcast whose root, one of the killed ranks," \
-             "died before anybody got its data) before every rank printed a result; **wrong** otherwise;" \
+             "died before anybody got its data) before every rank printed a result and no process" \
+             "crashed (Open MPI's fatal-signal handler printed nothing); **wrong** otherwise;" \
              "**hung** when the timeout ended it. The program also checks, on every rank, that" \
              "no hole or padding byte of a result is written, that every broadcast carries its" \
              "root's values, and that a replacement gets its own rank's local checkpoint back."
