@@ -175,6 +175,9 @@ mpi dr2/revoke-inflight-eager 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" 
 mpi dr2/revoke-inflight-multifrag 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" \
     --mca pml_dr2_frag_size 1024 --mca pml_dr2_eager_limit 8192 -- inflight 6000 100
 mpi dr2/revoke-ssend 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- ssend
+# A revoke received while a communicator's context id is being allocated (the ob1 case is
+# ft/revoke-during-dup; docs/ompi-patches.md, 0007).
+mpi dr2/revoke-during-dup 2 pass test/mpi/ft_revoke_during_dup "${DR2[@]}" "${FT[@]}" -- 20
 # Revoke, shrink and agree in a loop with traffic in flight (dr2_ulfm_loop, in the spirit of
 # ulfm-testing's api/revoke and api/revshrink), 100 iterations without a hang; the same
 # program over ob1 shows that what it checks is what ULFM promises.
