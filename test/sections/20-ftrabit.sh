@@ -454,6 +454,15 @@ campaign_catch_up_victim_np10() {
         --timeout "$ft_timeout_s" --logs "$logs/campaign-187"
 }
 check ft/campaign/catch-up-victim-handed-out-np10 campaign_catch_up_victim_np10
+# Scenario 177 of seed 4 (shrink, np 9): original rank 0 dies before the first allreduce,
+# to whose element 0 it would have added 0 (value_of(0, 0, 0) is 0). The program's shrink
+# oracle took the set of contributing ranks from element 0 alone and called every right
+# result wrong; it now takes one set that fits every element.
+campaign_shrink_zero_contribution_np9() {
+    "$src/test/campaign/run-campaign.sh" --build "$build" --seed 4 --only 177 \
+        --timeout "$ft_timeout_s" --logs "$logs/campaign-177"
+}
+check ft/campaign/shrink-oracle-zero-contribution-np9 campaign_shrink_zero_contribution_np9
 
 echo "== clean exits after failures (Open MPI patch 0001, docs/finalize-after-failures.md)"
 for mode in three single continue; do
