@@ -154,9 +154,10 @@ draw_scenario() {
             pick "${others[@]}"
             extra="--mca coll_ftrabit_test_kill_in_catch_up $REPLY -- --not-root $REPLY"
             deaths=$((deaths + 1)) ;;
-        # The first replacement dies before it joins: the survivors start another. Should
-        # one never join, coll_ftrabit_recovery_timeout ends the job (20 s here, not 60).
-        replacement-dies) extra="--mca coll_ftrabit_recovery_timeout 20 -- --kill-replacement 1" ;;
+        # The first replacement dies before it joins: the survivors start another (after
+        # coll_ftrabit_join_timeout, 5 s here, if its death is never reported). Should one
+        # never join, coll_ftrabit_recovery_timeout ends the job (20 s here, not 60).
+        replacement-dies) extra="--mca coll_ftrabit_recovery_timeout 20 --mca coll_ftrabit_join_timeout 5 -- --kill-replacement 1" ;;
     esac
 }
 

@@ -37,7 +37,9 @@
  *                        rank does happen.
  *   --kill-replacement N the N-th process started by recovery (MPI_Comm_spawn) dies after
  *                        MPI_Init, before FTR_Init: a replacement dying before it joins.
- *   --kill-marks DIR     required with --kill and --kill-replacement.
+ *   --stall-replacement N:S the N-th process started by recovery sleeps S seconds after
+ *                        MPI_Init, before FTR_Init: a replacement that does not report.
+ *   --kill-marks DIR     required with --kill, --kill-replacement and --stall-replacement.
  *   --shrink             the job runs with coll_ftrabit_recovery shrink: roots as said above
  *   --not-root R         under shrink, original rank R is never a broadcast root (the driver
  *                        names the processes that coll_ftrabit_test_kill_* kill). Repeatable.
@@ -130,8 +132,9 @@ int MPIX_Comm_agree(MPI_Comm comm, int *flag)
     return PMPIX_Comm_agree(comm, flag);
 }
 
-/* The N-th replacement the job spawns dies before it joins (before FTR_Init). */
-static void maybe_kill_replacement(int nth)
+/* The N-th replacement the job spawns dies before it joins (before FTR_Init), or, with
+ * stall_seconds > 0, sleeps that long there. */
+static void maybe_hold_up_replacement(int nth, int stall_seconds)
 {
     MPI_Comm parent;
     MPI_Init(NULL, NULL);
@@ -143,13 +146,19 @@ static void maybe_kill_replacement(int nth)
         char name[64];
         snprintf(name, sizeof(name), "replacement-%d", n);
         if (first_mark(name)) {
-            if (n == nth) {
-                fprintf(stderr, "ft_campaign: replacement %d killing itself before it joins\n",
-                        n);
-                fflush(stderr);
-                raise(SIGKILL);
+            if (n != nth) {
+                return;
             }
-            return;
+            if (stall_seconds > 0) {
+                fprintf(stderr, "ft_campaign: replacement %d sleeping %d s before it joins\n",
+                        n, stall_seconds);
+                fflush(stderr);
+                sleep((unsigned) stall_seconds);
+                return;
+            }
+            fprintf(stderr, "ft_campaign: replacement %d killing itself before it joins\n", n);
+            fflush(stderr);
+            raise(SIGKILL);
         }
     }
 }
@@ -540,6 +549,7 @@ static void usage_error(const char *what)
 int main(int argc, char **argv)
 {
     int iterations = 10, every = 3, keep_comm = 0, kill_replacement = 0, version;
+    int stall_seconds = 0;
     size_t bytes = 8;
     enum type_kind kind = CONTIGUOUS;
     MPI_Comm world;
@@ -558,6 +568,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--keep-comm")) ok = keep_comm = 1;
         else if (ok && !strcmp(argv[i], "--kill")) ok = 0 == parse_kill(argv[++i]);
         else if (ok && !strcmp(argv[i], "--kill-replacement")) kill_replacement = atoi(argv[++i]);
+        else if (ok && !strcmp(argv[i], "--stall-replacement")) {
+            if (2 != sscanf(argv[++i], "%d:%d", &kill_replacement, &stall_seconds)
+                || kill_replacement < 1 || stall_seconds < 1) {
+                usage_error("--stall-replacement N:SECONDS, both positive");
+            }
+        }
         else if (!strcmp(argv[i], "--shrink")) ok = shrink_policy = 1;
         else if (ok && !strcmp(argv[i], "--not-root") && nnot_roots < 32)
             not_roots[nnot_roots++] = atoi(argv[++i]);
@@ -571,10 +587,10 @@ int main(int argc, char **argv)
         usage_error("--iterations and --every must be positive, --bytes 1 to 2^30");
     }
     if ((nkills > 0 || kill_replacement > 0) && NULL == kill_marks) {
-        usage_error("--kill and --kill-replacement need --kill-marks DIR");
+        usage_error("--kill, --kill-replacement and --stall-replacement need --kill-marks DIR");
     }
     if (kill_replacement > 0) {
-        maybe_kill_replacement(kill_replacement);
+        maybe_hold_up_replacement(kill_replacement, stall_seconds);
     }
 
     check(FTR_Init(&argc, &argv, &world), "FTR_Init");

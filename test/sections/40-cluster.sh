@@ -229,6 +229,6 @@ in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1-shrink 6 "3:7" --mca coll_f
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
 in_cluster ft_run ftr_kmeans cluster/kill-ranks-on-h1-then-h2 6 "2:7 5:12"
 # A replacement that dies before it joins, across hosts: rank 3 dies on h1, its replacement
-# is started on h1 and dies; rank 0 on h0 asks h1's daemon for its address (patch 0009's
-# remote path) and the rebuild starts another.
-in_cluster check ft/cluster/replacement-dies-before-joining/np6 replacement_dies_before_joining 6
+# is started on h1 and dies; the revoke of its abandoned intercommunicator asks h1's daemon
+# for its address (patch 0009's remote path) and the rebuild starts another.
+in_cluster check ft/cluster/replacement-dies-before-joining/np6 replacement_held_up kill 6

@@ -53,3 +53,4 @@ check params/invalid-segment-size-refused param_is_refused coll_ftrabit_bcast_se
 check params/invalid-pool-bound-refused param_is_refused coll_ftrabit_result_pool_mib -2
 check params/invalid-recoveries-without-progress-refused param_is_refused \
     coll_ftrabit_recoveries_without_progress -1
+check params/invalid-join-timeout-refused param_is_refused coll_ftrabit_join_timeout -1

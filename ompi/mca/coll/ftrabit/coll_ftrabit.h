@@ -35,6 +35,7 @@ typedef struct {
     /* Read by libftrabit through MPI_T (the FTR_* API). */
     int recovery;                  /* ftrabit_recovery_policy_t */
     int recovery_timeout;          /* seconds; 0: forever */
+    int join_timeout;              /* seconds; 0: no limit */
     int recoveries_without_progress; /* in a row before the job ends; 0: no limit */
     int recovery_fallback;         /* shrink or abort, same values as `recovery` */
     int test_kill_in_recovery;     /* original rank that dies in its first recovery, or -1 */

@@ -193,6 +193,14 @@ static int ftrabit_register(void)
                  "a message, so the job ends instead of hanging (0: wait forever)",
                  OPAL_INFO_LVL_5, &c->recovery_timeout);
 
+    c->join_timeout = 20;
+    register_int("join_timeout",
+                 "Respawn policy: seconds the survivors wait for each replacement a recovery "
+                 "started to report that it is alive (it does so in FTR_Init) before they take "
+                 "it as failed, abandon it and start another; a replacement must reach FTR_Init "
+                 "within this time of its start (0: no limit but coll_ftrabit_recovery_timeout)",
+                 OPAL_INFO_LVL_5, &c->join_timeout);
+
     c->recoveries_without_progress = 8;
     register_int("recoveries_without_progress",
                  "The job ends (every rank's FTR_* call returns an error after a message) when "
@@ -305,6 +313,10 @@ static int ftrabit_open(void)
     if (c->recovery_timeout < 0) {
         return refuse_param("coll_ftrabit_recovery_timeout", c->recovery_timeout,
                             "Use a number of seconds, or 0 to wait forever.");
+    }
+    if (c->join_timeout < 0) {
+        return refuse_param("coll_ftrabit_join_timeout", c->join_timeout,
+                            "Use a number of seconds, or 0 for no limit.");
     }
     if (c->recoveries_without_progress < 0) {
         return refuse_param("coll_ftrabit_recoveries_without_progress",

@@ -15,6 +15,7 @@ ftrabit_settings_t ftrabit_settings = {
     .result_replicas = 0,
     .result_pool_mib = -1,
     .recovery_timeout = 60,
+    .join_timeout = 20,
     .recoveries_without_progress = 8,
     .recovery_fallback = FTRABIT_RECOVER_ABORT,
     .test_kill_in_recovery = -1,
@@ -215,6 +216,7 @@ void ftrabit_read_settings(void)
     s->result_pool_mib = ftrabit_read_int_cvar("coll_ftrabit_result_pool_mib", s->result_pool_mib);
     s->recovery_timeout = ftrabit_read_int_cvar("coll_ftrabit_recovery_timeout",
                                                 s->recovery_timeout);
+    s->join_timeout = ftrabit_read_int_cvar("coll_ftrabit_join_timeout", s->join_timeout);
     s->recoveries_without_progress = ftrabit_read_int_cvar(
         "coll_ftrabit_recoveries_without_progress", s->recoveries_without_progress);
     s->recovery_fallback = ftrabit_read_int_cvar("coll_ftrabit_recovery_fallback",
