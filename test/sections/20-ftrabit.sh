@@ -255,6 +255,16 @@ for step in 1 2; do
             --mca coll_ftrabit_test_kill_in_recovery_step "$step"
     done
 done
+# A survivor dies after the catch-up, right before the rebuilt communicator is duplicated
+# for the application (step 3). The others' MPI_Comm_dup ended in MPI_ERR_OTHER where the
+# communicator was revoked during its context-id allocation, and the hand-out's agreement
+# gave up everywhere (campaign seed 4, scenario 53); a step that fails on a revoked
+# communicator now counts as a process failure: every survivor rebuilds again.
+for victim in 2 0; do
+    ft "kill-during-recovery/step3-rank$victim" 4 "1:7" \
+        --mca coll_ftrabit_test_kill_in_recovery "$victim" \
+        --mca coll_ftrabit_test_kill_in_recovery_step 3
+done
 ft result-replicas-2 6 "1:8 4:8" --mca coll_ftrabit_result_replicas 2
 # 140 collectives since the (only) checkpoint, the start: the replacement's results come in
 # ~70 runs from alternating keepers, more than the transfer table used to hold.

@@ -240,7 +240,8 @@ static int ftrabit_register(void)
                  "0 at the start of the rebuild, right after the failed set is agreed; 1 right "
                  "after the survivors exchanged which original ranks are dead and on which hosts "
                  "they run (the spawn comes next); 2 right after MPI_Comm_spawn returned (the "
-                 "merge with the replacements comes next)",
+                 "merge with the replacements comes next); 3 inside the duplicate of the rebuilt "
+                 "communicator for the application, after the catch-up (0.1 s after entering it)",
                  OPAL_INFO_LVL_9, &c->test_kill_in_recovery_step);
 
     c->test_kill_in_catch_up = -1;
@@ -327,9 +328,9 @@ static int ftrabit_open(void)
         return refuse_param("coll_ftrabit_local_replicas", c->local_replicas,
                             "At least one neighbour must keep a copy of each local checkpoint.");
     }
-    if (c->test_kill_in_recovery_step < 0 || c->test_kill_in_recovery_step > 2) {
+    if (c->test_kill_in_recovery_step < 0 || c->test_kill_in_recovery_step > 3) {
         return refuse_param("coll_ftrabit_test_kill_in_recovery_step",
-                            c->test_kill_in_recovery_step, "Use 0, 1 or 2.");
+                            c->test_kill_in_recovery_step, "Use 0, 1, 2 or 3.");
     }
     if (c->spares < 0) {
         return refuse_param("coll_ftrabit_spares", c->spares,

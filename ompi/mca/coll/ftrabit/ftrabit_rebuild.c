@@ -29,6 +29,16 @@
 
 #define FTRABIT_MAX_REBUILDS 16
 
+/* The hand-out's victim dies 0.1 s after it entered MPI_Comm_dup: inside the context-id
+ * allocation, with the others in it. */
+static void *ftrabit_die_later(void *unused)
+{
+    (void) unused;
+    usleep(100000);
+    raise(SIGKILL);
+    return NULL;
+}
+
 void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step)
 {
     static int recoveries_seen;
@@ -41,6 +51,12 @@ void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step)
         fprintf(stderr, "ftrabit: original rank %d killing itself during recovery, step %d "
                         "(coll_ftrabit_test_kill_in_recovery)\n", st->first_rank, step);
         fflush(stderr);
+        pthread_t killer;
+        if (FTRABIT_TEST_STEP_HAND_OUT == step
+            && 0 == pthread_create(&killer, NULL, ftrabit_die_later, NULL)) {
+            pthread_detach(killer);
+            return;
+        }
         raise(SIGKILL);
     }
 }
@@ -65,11 +81,26 @@ void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step)
 #define FTRABIT_STEP_DONE 1
 #define FTRABIT_STEP_RETRYABLE 2
 
+/* Did the step fail because a process failed? Also when the error itself says otherwise
+ * but `comm` is revoked, which a survivor does only after seeing a failure: Open MPI
+ * 5.0.7's communicator creation (MPI_Comm_dup, MPI_Comm_split, the merge) returns
+ * MPI_ERR_OTHER when the communicator is revoked during its context-id allocation (the
+ * nonblocking allreduce fails with MPIX_ERR_REVOKED and the allocation with OMPI_ERROR). */
+static int ftrabit_step_failed_by_failure(MPI_Comm comm, int err)
+{
+    int revoked = 0;
+
+    if (ftrabit_is_process_failure(err)) {
+        return 1;
+    }
+    return MPI_SUCCESS == MPIX_Comm_is_revoked(comm, &revoked) && revoked;
+}
+
 int ftrabit_step_agreed(MPI_Comm comm, int err, const char *step)
 {
     int flag = MPI_SUCCESS == err ? FTRABIT_STEP_DONE | FTRABIT_STEP_RETRYABLE
-               : ftrabit_is_process_failure(err) ? FTRABIT_STEP_RETRYABLE
-                                                 : 0;
+               : ftrabit_step_failed_by_failure(comm, err) ? FTRABIT_STEP_RETRYABLE
+                                                          : 0;
     if (MPI_SUCCESS != err) {
         MPIX_Comm_revoke(comm);
     }
@@ -494,6 +525,8 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
 static int ftrabit_hand_out_agreed(ftrabit_state_t *st, MPI_Comm *app)
 {
     MPI_Comm kept = st->app_comm;
+
+    ftrabit_maybe_die_in_recovery(st, FTRABIT_TEST_STEP_HAND_OUT);
     int err = ftrabit_state_hand_out(st, app);
 
     err = ftrabit_step_agreed(st->comm, err, "hand-out");

@@ -25,7 +25,8 @@ typedef struct {
 enum {
     FTRABIT_TEST_STEP_START = 0,  /* the failed set is agreed */
     FTRABIT_TEST_STEP_SPAWN = 1,  /* the dead ranks were exchanged; the spawn comes next */
-    FTRABIT_TEST_STEP_MERGE = 2   /* MPI_Comm_spawn returned; the merge comes next */
+    FTRABIT_TEST_STEP_MERGE = 2,  /* MPI_Comm_spawn returned; the merge comes next */
+    FTRABIT_TEST_STEP_HAND_OUT = 3 /* caught up: dies inside the application's duplicate */
 };
 void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step);
 
