@@ -38,7 +38,7 @@
  *   --kill-replacement N the N-th process started by recovery (MPI_Comm_spawn) dies after
  *                        MPI_Init, before FTR_Init: a replacement dying before it joins.
  *   --stall-replacement N:S the N-th process started by recovery sleeps S seconds after
- *                        MPI_Init, before FTR_Init: a replacement that does not report.
+ *                        MPI_Init, before FTR_Init: a replacement that does not answer.
  *   --kill-marks DIR     required with --kill, --kill-replacement and --stall-replacement.
  *   --shrink             the job runs with coll_ftrabit_recovery shrink: roots as said above
  *   --not-root R         under shrink, original rank R is never a broadcast root (the driver

@@ -422,7 +422,7 @@ mpi ft/uniform/np6 6 pass test/mpi/ft_uniform --with-ft ulfm --mca coll_ftrabit_
 # (section 40) the lookup of the dead replacement's address goes to its host's daemon.
 # A replacement that stays silent instead (it sleeps 14 s between MPI_Init and FTR_Init,
 # longer than the 12 s coll_ftrabit_recovery_timeout of the run): the survivors' rank 0
-# waits coll_ftrabit_join_timeout (2 s) for it to report, the survivors take it as failed
+# waits coll_ftrabit_join_timeout (2 s) for its answer, the survivors take it as failed
 # and start another. Before that bound, the watchdog ended the job. The same bound ends the
 # wait for a replacement that died while its death was never reported (1 run in 20-40 of
 # the kill case above: the survivors' first message to it never completed).

@@ -196,7 +196,7 @@ static int ftrabit_register(void)
     c->join_timeout = 20;
     register_int("join_timeout",
                  "Respawn policy: seconds the survivors wait for each replacement a recovery "
-                 "started to report that it is alive (it does so in FTR_Init) before they take "
+                 "started to answer its join record (it does so in FTR_Init) before they take "
                  "it as failed, abandon it and start another; a replacement must reach FTR_Init "
                  "within this time of its start (0: no limit but coll_ftrabit_recovery_timeout)",
                  OPAL_INFO_LVL_5, &c->join_timeout);

@@ -228,13 +228,15 @@ static int ftrabit_join(MPI_Comm parent, ftrabit_state_t **state)
 
     *state = NULL;
     MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
-    /* This process tells the survivors' rank 0 that it is alive; the join record comes
-     * once the survivors all agreed on the spawn and on every replacement being alive
+    /* The survivors send the join record only once the spawn held on all of them; the
+     * answer tells them this process is alive, and "go" that they all agreed on it
      * (ftrabit_introduce_replacements): from here on they take part in the merge. */
-    err = MPI_Send(NULL, 0, MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent);
+    err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
     if (MPI_SUCCESS == err) {
-        err = MPI_Recv(&join, sizeof(join), MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent,
-                       MPI_STATUS_IGNORE);
+        err = MPI_Send(NULL, 0, MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent);
+    }
+    if (MPI_SUCCESS == err) {
+        err = MPI_Recv(NULL, 0, MPI_BYTE, 0, FTRABIT_TAG_JOIN, parent, MPI_STATUS_IGNORE);
     }
     if (MPI_SUCCESS != err) {
         ftrabit_abandoned(err);

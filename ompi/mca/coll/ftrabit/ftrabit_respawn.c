@@ -204,78 +204,105 @@ int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, MPI_Comm 
     return err;
 }
 
-/* Wait for the replacements' "alive" messages, posted in `req`, at most
- * coll_ftrabit_join_timeout seconds (0: no limit but the watchdog). Polled, not waited
- * for: a replacement whose death the runtime never reports here would keep a wait going
- * for ever. Receives still pending at the deadline are cancelled and count as failures. */
-static int ftrabit_wait_alive(MPI_Request *req, int n)
+/* Wait for the join records sent (req[0..n-1]) and the replacements' answers
+ * (req[n..2n-1]), at most coll_ftrabit_join_timeout seconds (0: no limit but the watchdog).
+ * Polled, not waited for: a first send to a replacement that died right after MPI_Init
+ * could stay pending for ever when its death is never reported here. At the deadline the
+ * answers still pending are cancelled and the sends let go (MPI_Request_free: ob1 cannot
+ * cancel a send; *records_in_use then says the records must stay allocated); the step
+ * fails as for a process failure. With `poll` 0 (posting failed) nothing is waited for. */
+static int ftrabit_wait_answers(MPI_Request *req, int n, int poll, int *records_in_use)
 {
     double deadline = MPI_Wtime() + ftrabit_settings.join_timeout;
-    int done = 0, err = MPI_SUCCESS;
+    int done = !poll, err = MPI_SUCCESS;
 
+    *records_in_use = 0;
     while (!done) {
-        err = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+        err = MPI_Testall(2 * n, req, &done, MPI_STATUSES_IGNORE);
         if (MPI_SUCCESS != err) {
             break;
         }
         if (!done && ftrabit_settings.join_timeout > 0 && MPI_Wtime() > deadline) {
-            ftrabit_log(1, "a replacement did not report within coll_ftrabit_join_timeout "
+            ftrabit_log(1, "a replacement did not answer within coll_ftrabit_join_timeout "
                            "(%d s): taken as failed", ftrabit_settings.join_timeout);
             err = MPI_ERR_PROC_FAILED;
             break;
         }
     }
-    for (int i = 0; i < n; i++) {
-        if (MPI_REQUEST_NULL != req[i]) {
-            MPI_Cancel(&req[i]); /* a receive: Open MPI cancels it unless it matched */
+    for (int i = 0; i < 2 * n; i++) {
+        if (MPI_REQUEST_NULL == req[i]) {
+            continue;
+        }
+        if (i < n) {
+            MPI_Request_free(&req[i]);
+            *records_in_use = 1;
+        } else {
+            MPI_Cancel(&req[i]);
             MPI_Wait(&req[i], MPI_STATUS_IGNORE);
         }
     }
     return err;
 }
 
+/* The survivors' rank 0 sends each replacement its join record and waits for the answers
+ * (ftrabit_wait_answers). */
+static int ftrabit_exchange_join_records(const ftrabit_state_t *st, MPI_Comm inter,
+                                         const int *dead, int ndead)
+{
+    ftrabit_join_t *join = malloc((size_t) ndead * sizeof(*join));
+    MPI_Request *req = malloc(2 * (size_t) ndead * sizeof(*req));
+    int err = NULL == join || NULL == req ? MPI_ERR_NO_MEM : MPI_SUCCESS, in_use = 0;
+
+    for (int i = 0; MPI_SUCCESS == err && i < 2 * ndead; i++) {
+        req[i] = MPI_REQUEST_NULL;
+    }
+    for (int i = 0; MPI_SUCCESS == err && i < ndead; i++) {
+        join[i] = (ftrabit_join_t){.orig_rank = dead[i], .orig_size = st->orig_size};
+        err = MPI_Isend(&join[i], sizeof(join[i]), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter,
+                        &req[i]);
+        if (MPI_SUCCESS == err) {
+            err = MPI_Irecv(NULL, 0, MPI_BYTE, i, FTRABIT_TAG_JOIN, inter, &req[ndead + i]);
+        }
+    }
+    if (NULL != join && NULL != req) {
+        int waited = ftrabit_wait_answers(req, ndead, MPI_SUCCESS == err, &in_use);
+        err = MPI_SUCCESS != err ? err : waited;
+    }
+    if (!in_use) {
+        free(join); /* otherwise left to a send that may never complete */
+    }
+    free(req);
+    return err;
+}
+
 /* Before anybody enters MPI_Intercomm_merge, which Open MPI 5.0.7 never leaves with a
- * dead member, the survivors learn that their replacements are alive: each replacement
- * tells the survivors' rank 0 first (ftrabit_join), rank 0 waits for all of them (bounded
- * by coll_ftrabit_join_timeout), the survivors agree on the outcome, and only then does
- * rank 0 send each replacement its join record, which lets it go on to the merge. The
- * survivors never address a replacement before it has addressed them: a first message to a
- * process that died right after MPI_Init could wait for ever (its death not reported, its
- * address never to be committed). A replacement that is dead or silent fails the step on
- * every survivor and the rebuild starts another; the replacements of a failed step are
- * released by the revoke of their intercommunicator, which ends their wait. Left to the
- * watchdog: a replacement that dies after it reported and before the merge completes. */
+ * dead member, the survivors learn that their replacements are alive: the survivors'
+ * rank 0 sends each replacement its join record and waits for its answer, at most
+ * coll_ftrabit_join_timeout; the survivors agree on the outcome, and only then does rank 0
+ * let the replacements go on to the merge. A replacement that died before it answered, or
+ * stays silent, fails the step on every survivor and the rebuild starts another; the
+ * replacements of a failed step are released by the revoke of their intercommunicator,
+ * which ends their wait. Left to the watchdog: a replacement that dies after its answer
+ * and before the merge completes. */
 static int ftrabit_introduce_replacements(const ftrabit_state_t *st, MPI_Comm shrunk,
                                           MPI_Comm inter, const int *dead, int ndead)
 {
-    MPI_Request *req = NULL;
     int rank, err = MPI_SUCCESS;
 
     MPI_Comm_rank(shrunk, &rank);
     if (0 == rank) {
-        req = malloc((size_t) ndead * sizeof(*req));
-        err = NULL == req ? MPI_ERR_NO_MEM : MPI_SUCCESS;
-        for (int i = 0; MPI_SUCCESS == err && i < ndead; i++) {
-            req[i] = MPI_REQUEST_NULL;
-        }
-        for (int i = 0; MPI_SUCCESS == err && i < ndead; i++) {
-            err = MPI_Irecv(NULL, 0, MPI_BYTE, i, FTRABIT_TAG_JOIN, inter, &req[i]);
-        }
-        if (NULL != req) {
-            int waited = ftrabit_wait_alive(req, ndead);
-            err = MPI_SUCCESS != err ? err : waited;
-        }
-        free(req);
+        err = ftrabit_exchange_join_records(st, inter, dead, ndead);
     }
     if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err) && MPI_ERR_NO_MEM != err) {
-        ftrabit_log(1, "a replacement could not be heard from (error %d): taken as failed",
-                    err);
+        /* A replacement that died before this process learnt its address is unreachable
+         * (MPI_ERR_INTERN from the PML) until its failure is reported: it failed. */
+        ftrabit_log(1, "a replacement did not answer its join record (error %d): taken as "
+                       "failed", err);
         err = MPI_ERR_PROC_FAILED;
     }
     err = ftrabit_step_agreed(shrunk, err, "join");
     for (int i = 0; 0 == rank && MPI_SUCCESS == err && i < ndead; i++) {
-        ftrabit_join_t join = {.orig_rank = dead[i], .orig_size = st->orig_size};
-        err = MPI_Send(&join, sizeof(join), MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
+        err = MPI_Send(NULL, 0, MPI_BYTE, i, FTRABIT_TAG_JOIN, inter);
     }
     return err;
 }
