@@ -35,7 +35,7 @@ typedef struct {
     int result_replicas;   /* ranks keeping each cached result (0: all) */
     int result_pool_mib;   /* idle result buffers kept for reuse (-1: no bound in MiB) */
     int recovery_timeout;  /* seconds the survivors wait for replacements (0: forever) */
-    int join_timeout;      /* seconds a replacement has to report alive (0: no limit) */
+    int join_timeout;      /* seconds a replacement has to answer its join record (0: no limit) */
     int recoveries_without_progress; /* the job ends at this many in a row (0: no limit) */
     ftrabit_recovery_policy_t recovery_fallback; /* when they do not come: shrink or abort */
     int test_kill_in_recovery; /* original rank that dies in its first recovery (-1: none) */

@@ -82,10 +82,11 @@ void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step)
 #define FTRABIT_STEP_RETRYABLE 2
 
 /* Did the step fail because a process failed? Also when the error itself says otherwise
- * but `comm` is revoked, which a survivor does only after seeing a failure: Open MPI
- * 5.0.7's communicator creation (MPI_Comm_dup, MPI_Comm_split, the merge) returns
- * MPI_ERR_OTHER when the communicator is revoked during its context-id allocation (the
- * nonblocking allreduce fails with MPIX_ERR_REVOKED and the allocation with OMPI_ERROR). */
+ * but `comm` is revoked: Open MPI 5.0.7's communicator creation (MPI_Comm_dup,
+ * MPI_Comm_split, the merge) returns MPI_ERR_OTHER when the communicator is revoked during
+ * its context-id allocation (the nonblocking allreduce fails with MPIX_ERR_REVOKED and the
+ * allocation with OMPI_ERROR). The process that revoked it after an error of another kind
+ * still ends the step for everybody: the agreement keeps a flag only if all set it. */
 static int ftrabit_step_failed_by_failure(MPI_Comm comm, int err)
 {
     int revoked = 0;
