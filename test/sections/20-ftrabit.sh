@@ -451,6 +451,7 @@ replacement_held_up() { # kill|stall NP [MPIRUN OPTIONS...]
     cat "$log"
     ! grep -aq "^timeout: sending signal" "$log" \
         && grep -aq "replacement 1 \(killing itself\|sleeping 14 s\) before it joins" "$log" \
+        && { [ "$mode" = kill ] || grep -aq "did not answer within coll_ftrabit_join_timeout" "$log"; } \
         && [ "$(grep -ac "final fingerprint $want on $np ranks" "$log")" -eq "$np" ]
 }
 check ft/replacement-dies-before-joining/np4 replacement_held_up kill 4

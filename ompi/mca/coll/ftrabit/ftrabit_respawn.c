@@ -210,11 +210,11 @@ int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, MPI_Comm 
  * could stay pending for ever when its death is never reported here. At the deadline the
  * answers still pending are cancelled and the sends let go (MPI_Request_free: ob1 cannot
  * cancel a send; *records_in_use then says the records must stay allocated); the step
- * fails as for a process failure. With `poll` 0 (posting failed) nothing is waited for. */
-static int ftrabit_wait_answers(MPI_Request *req, int n, int poll, int *records_in_use)
+ * fails as for a process failure. With `all_posted` 0 nothing is waited for. */
+static int ftrabit_wait_answers(MPI_Request *req, int n, int all_posted, int *records_in_use)
 {
     double deadline = MPI_Wtime() + ftrabit_settings.join_timeout;
-    int done = !poll, err = MPI_SUCCESS;
+    int done = !all_posted, err = MPI_SUCCESS;
 
     *records_in_use = 0;
     while (!done) {
@@ -223,8 +223,13 @@ static int ftrabit_wait_answers(MPI_Request *req, int n, int poll, int *records_
             break;
         }
         if (!done && ftrabit_settings.join_timeout > 0 && MPI_Wtime() > deadline) {
-            ftrabit_log(1, "a replacement did not answer within coll_ftrabit_join_timeout "
-                           "(%d s): taken as failed", ftrabit_settings.join_timeout);
+            /* on stderr, not in the verbose log: if the application is slow to reach
+             * FTR_Init, every replacement will be abandoned in turn */
+            fprintf(stderr, "ftrabit: a replacement did not answer within "
+                            "coll_ftrabit_join_timeout (%d s): taken as failed, starting another "
+                            "(a replacement must reach FTR_Init within that time)\n",
+                    ftrabit_settings.join_timeout);
+            fflush(stderr);
             err = MPI_ERR_PROC_FAILED;
             break;
         }
