@@ -157,6 +157,19 @@ lost_results_end_the_job() {
         && [ "$(grep -o "2 of 2 replacement(s) seen gone" "$log" | wc -l)" -ge 1 ]
 }
 
+# The same with the rank that used to speak for all (rank 0) dying right after the
+# catch-up's records were exchanged: the plan made from them fails on every survivor, and
+# nothing after that tells them rank 0 is gone. Each survivor must say why the job ends
+# (before, none did: scenario 121 of the kill campaign's seed 5).
+lost_results_said_when_rank0_dies_in_catch_up() {
+    local log=$logs/ft-lost-results-rank0-gone.log rc timed_out
+    run_timed "$ft_timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm \
+        --mca coll_ftrabit_result_replicas 1 --mca coll_ftrabit_test_kill_in_catch_up 0 \
+        -np 4 "$build/examples/ftr_kmeans" --kill 1:8 --kill 2:8
+    [ $timed_out = 0 ] && [ $rc -ne 0 ] \
+        && grep -q "recovery is not possible: results needed by a recovering rank" "$log"
+}
+
 # A replacement that never joins: the survivors' watchdog must end the job with a message.
 recovery_timeout_ends_the_job() {
     local log=$logs/ft-recovery-timeout.log rc timed_out
@@ -365,6 +378,7 @@ ft_run ulfm_allreduce plain-ulfm/kill-two-in-checkpoint 4 "2:7:checkpoint 1:7:ch
 ft_run ulfm_allreduce plain-ulfm/kill-in-first-checkpoint 4 "3:3:checkpoint"
 check ft/recovery-timeout-ends-the-job recovery_timeout_ends_the_job
 check ft/lost-results-end-the-job lost_results_end_the_job
+check ft/lost-results-said-when-rank0-dies-in-catch-up lost_results_said_when_rank0_dies_in_catch_up
 # Every kind of cached result (contiguous small and 1 MiB, strided, broadcast) checked
 # exactly, kept on the right ranks, replayed to a replacement; steady state holds the same
 # memory at every checkpoint.
@@ -375,6 +389,35 @@ mpi ft/results/kill-rank1 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:
 mpi ft/results/kill-rank0-replicas-2 4 pass test/mpi/ft_results --with-ft ulfm \
     --mca coll_ftrabit_result_replicas 2 -- --kill 0:6
 mpi ft/results/kill-rank2 3 pass test/mpi/ft_results --with-ft ulfm -- --kill 2:9
+# Checkpoints and results of any size: messages above MPI's int count (2 GiB) go as one
+# element of a derived datatype. coll_ftrabit_test_message_limit makes that the way of
+# every message above 1 MiB, so that states of a few MiB take it: the ring's replicas, the
+# replacement's global and local state, the reseeded replicas, the results it replays.
+mpi ft/large-state/derived-type-messages 4 pass test/mpi/ft_large_state --with-ft ulfm \
+    --mca coll_ftrabit_test_message_limit 1048576 -- \
+    --global-bytes 3145733 --local-bytes 2621447 --kill 2:3
+mpi ft/large-state/derived-type-kill-rank0 3 pass test/mpi/ft_large_state --with-ft ulfm \
+    --mca coll_ftrabit_test_message_limit 1000 -- \
+    --global-bytes 1048583 --local-bytes 4099 --kill 0:4 --every 3
+mpi ft/large-state/derived-type-over-dr2 3 pass test/mpi/ft_large_state --with-ft ulfm \
+    --mca pml dr2 --mca coll_ftrabit_test_message_limit 1048576 -- \
+    --global-bytes 3145733 --local-bytes 2621447 --kill 1:3
+mpi ft/results/derived-type-messages 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_test_message_limit 1048576 -- --kill 1:6
+# A real global state of 2 GiB + 3 bytes (a model of 537 million floats): checkpointed,
+# sent to a replacement in one message, every byte checked. About 12 GiB at the peak.
+large_state_over_2gib() {
+    local name=ft/large-state/global-over-2gib/np2 avail_kib
+    selected "$name" || return 0
+    avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+    if [ "${avail_kib:-0}" -lt $((14 * 1024 * 1024)) ]; then
+        skip "$name" "needs 14 GiB of available memory, this machine has $((${avail_kib:-0} / 1024)) MiB"
+        return 0
+    fi
+    mpi ft/large-state/global-over-2gib 2 pass test/mpi/ft_large_state --with-ft ulfm -- \
+        --global-bytes 2147483651 --local-bytes 4096 --kill 1:2 --iterations 4 --every 2
+}
+large_state_over_2gib
 # A replacement that replays with another root or op than the first run is refused, not
 # served the first run's result (another root's data); a result's root is kept as its
 # original rank, which is also what protects a broadcast retried after a shrink. The

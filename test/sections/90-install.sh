@@ -54,3 +54,4 @@ check params/invalid-pool-bound-refused param_is_refused coll_ftrabit_result_poo
 check params/invalid-recoveries-without-progress-refused param_is_refused \
     coll_ftrabit_recoveries_without_progress -1
 check params/invalid-join-timeout-refused param_is_refused coll_ftrabit_join_timeout -1
+check params/invalid-message-limit-refused param_is_refused coll_ftrabit_test_message_limit -1

@@ -293,6 +293,13 @@ static int ftrabit_register(void)
                  "(SIGKILL) as soon as it starts waiting (-1: never)",
                  OPAL_INFO_LVL_9, &c->test_kill_spare);
 
+    c->test_message_limit = 0;
+    register_int("test_message_limit",
+                 "For testing checkpoints and recovery of more than 2 GiB: their messages "
+                 "larger than this many bytes go as one element of a derived datatype, as "
+                 "those above INT_MAX bytes (MPI's int count) must (0: INT_MAX)",
+                 OPAL_INFO_LVL_9, &c->test_message_limit);
+
     register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
                      &c->allreduce_calls);
     register_counter("bcast_calls", "Number of MPI_Bcast calls served by coll ftrabit",
@@ -343,6 +350,10 @@ static int ftrabit_open(void)
     if (c->result_pool_mib < -1) {
         return refuse_param("coll_ftrabit_result_pool_mib", c->result_pool_mib,
                             "Use a number of MiB, 0 to keep no buffers, or -1 for no bound.");
+    }
+    if (c->test_message_limit < 0) {
+        return refuse_param("coll_ftrabit_test_message_limit", c->test_message_limit,
+                            "Use a number of bytes, or 0 for INT_MAX.");
     }
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);

@@ -8,7 +8,6 @@
  * Afterwards every rank is at the plan's target sequence number: results it missed sit in
  * its cache, and a replacement holds the checkpoint FTR_Load_checkpoint will hand out.
  */
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,17 +54,16 @@ static void ftrabit_fill_record(ftrabit_state_t *st, ftrabit_rank_state_t *rec)
  * coll_ftrabit_recoveries_without_progress the recovery fails everywhere (0 returned)
  * instead of replacing processes for ever. */
 static int ftrabit_count_progress(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
-                                  int size, uint64_t target, int rank)
+                                  int size, uint64_t target)
 {
     uint64_t stalled = ftrabit_recoveries_without_progress(all, size, target);
     int limit = ftrabit_settings.recoveries_without_progress;
     if (limit > 0 && stalled >= (uint64_t) limit) {
-        if (0 == rank) {
-            fprintf(stderr, "ftrabit: recovery is not possible: %d recoveries in a row found "
-                            "no collective completed since the one before (a process fails "
-                            "again each time it is replaced: see its messages above; "
-                            "coll_ftrabit_recoveries_without_progress)\n", limit);
-        }
+        /* on every rank, as a failed plan (ftrabit_catch_up) */
+        fprintf(stderr, "ftrabit: recovery is not possible: %d recoveries in a row found "
+                        "no collective completed since the one before (a process fails "
+                        "again each time it is replaced: see its messages above; "
+                        "coll_ftrabit_recoveries_without_progress)\n", limit);
         return 0;
     }
     st->stalled_recoveries = stalled; /* and served_until becomes the target, below */
@@ -154,35 +152,11 @@ static int ftrabit_wait_sends(int n, MPI_Request *reqs)
     return err;
 }
 
-/* Receive one message of any size from `from` into a new buffer (freed by the caller). */
-int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, int *count)
-{
-    MPI_Message msg;
-    MPI_Status status;
-    int err = MPI_Mprobe(from, tag, comm, &msg, &status);
-
-    *buf = NULL;
-    if (MPI_SUCCESS != err) {
-        return err;
-    }
-    MPI_Get_count(&status, MPI_BYTE, count);
-    *buf = malloc(*count ? (size_t) *count : 1);
-    if (NULL == *buf) {
-        return MPI_ERR_NO_MEM;
-    }
-    err = MPI_Mrecv(*buf, *count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-    if (MPI_SUCCESS != err) {
-        free(*buf);
-        *buf = NULL;
-    }
-    return err;
-}
-
 /* Receive the bytes of transfer `x` (any size) and put them where they belong. */
 static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x, int tag)
 {
     void *buf;
-    int count;
+    size_t count;
     int err = ftrabit_recv_blob(x->from, tag, st->comm, &buf, &count);
 
     if (MPI_SUCCESS != err) {
@@ -190,7 +164,7 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
     }
     switch (x->kind) {
     case FTRABIT_XFER_RESULTS:
-        if (FTRABIT_CACHE_OK != ftrabit_cache_unpack(&st->results, buf, (size_t) count)) {
+        if (FTRABIT_CACHE_OK != ftrabit_cache_unpack(&st->results, buf, count)) {
             err = MPI_ERR_INTERN;
         }
         free(buf);
@@ -198,12 +172,12 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
     case FTRABIT_XFER_GLOBAL:
         free(st->global);
         st->global = buf;
-        st->global_size = (size_t) count;
+        st->global_size = count;
         return MPI_SUCCESS;
     case FTRABIT_XFER_LOCAL:
         free(st->local);
         st->local = buf;
-        st->local_size = (size_t) count;
+        st->local_size = count;
         return MPI_SUCCESS;
     }
     free(buf);
@@ -233,17 +207,16 @@ static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state
         ftrabit_bootstrap_pack(&st->bootstrap, buf, len);
         for (int r = 0; r < size && MPI_SUCCESS == err; r++) {
             if (all[r].replacement) {
-                err = MPI_Send(buf, (int) len, MPI_BYTE, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
+                err = ftrabit_send_bytes(buf, len, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
             }
         }
         free(buf);
     } else if (all[rank].replacement) {
         void *buf;
-        int count;
+        size_t count;
         err = ftrabit_recv_blob(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &buf, &count);
         if (MPI_SUCCESS == err
-            && FTRABIT_BOOTSTRAP_OK
-                   != ftrabit_bootstrap_unpack(&st->bootstrap, buf, (size_t) count)) {
+            && FTRABIT_BOOTSTRAP_OK != ftrabit_bootstrap_unpack(&st->bootstrap, buf, count)) {
             err = MPI_ERR_INTERN;
         }
         free(buf);
@@ -270,8 +243,8 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
         int to = (rank + i) % size;
         if (all[to].replacement) {
-            err = MPI_Isend(st->local, (int) st->local_size, MPI_BYTE, to, FTRABIT_TAG_RESEED,
-                            st->comm, &reqs[nreqs++]);
+            err = ftrabit_isend_bytes(st->local, st->local_size, to, FTRABIT_TAG_RESEED,
+                                      st->comm, &reqs[nreqs++]);
         }
     }
     if (all[rank].replacement && MPI_SUCCESS == err) {
@@ -279,14 +252,13 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
         int n = 0;
         err = replicas ? MPI_SUCCESS : MPI_ERR_NO_MEM;
         for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
-            int from = (rank - i + size) % size, count;
+            int from = (rank - i + size) % size;
             err = ftrabit_recv_blob(from, FTRABIT_TAG_RESEED, st->comm, &replicas[n].data,
-                                    &count);
+                                    &replicas[n].size);
             if (MPI_SUCCESS != err) {
                 break;
             }
             replicas[n].owner = from;
-            replicas[n].size = (size_t) count;
             n++;
         }
         if (MPI_SUCCESS == err) {
@@ -384,15 +356,18 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
     ftrabit_maybe_die_for_test(st, all, size);
     int rc = ftrabit_plan_with_room(all, size, st->orig_size, &plan);
     if (FTRABIT_PLAN_OK != rc) {
-        if (0 == rank) { /* every rank computed the same plan: one message is enough */
-            fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+        /* Every rank computed the same plan and says so: a rank chosen to speak for all
+         * may be one that died right after the records were exchanged, and nothing after
+         * this tells the others (the job then ended with no word of why). */
+        fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+        if (0 == rank) {
             ftrabit_log_records(all, size);
         }
         *plan_failed = 1;
         err = MPI_ERR_OTHER;
         goto out;
     }
-    if (!ftrabit_count_progress(st, all, size, plan.target_seq, rank)) {
+    if (!ftrabit_count_progress(st, all, size, plan.target_seq)) {
         *plan_failed = 1;
         err = MPI_ERR_OTHER;
         goto out;
@@ -414,20 +389,12 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
             continue;
         }
         err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
-        if (MPI_SUCCESS == err && len > (size_t) INT_MAX) {
-            /* one message carries at most INT_MAX bytes (MPI_Isend's int count) */
-            fprintf(stderr, "ftrabit: recovery is not possible: a transfer of %zu bytes (more "
-                            "than 2 GiB of results since the checkpoint) is not supported; "
-                            "checkpoint more often\n", len);
-            free(FTRABIT_XFER_RESULTS == x->kind ? buf : NULL);
-            err = MPI_ERR_COUNT;
-        }
         if (MPI_SUCCESS == err) {
             if (FTRABIT_XFER_RESULTS == x->kind) {
                 owned[i] = buf;
             }
-            err = MPI_Isend(buf, (int) len, MPI_BYTE, x->to, FTRABIT_TAG_XFER_BASE + i, st->comm,
-                            &reqs[nreqs++]);
+            err = ftrabit_isend_bytes(buf, len, x->to, FTRABIT_TAG_XFER_BASE + i, st->comm,
+                                      &reqs[nreqs++]);
         }
     }
     for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {

@@ -55,17 +55,17 @@ static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t 
         return MPI_ERR_NO_MEM;
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
-        err = MPI_Isend(local, (int) local_size, MPI_BYTE, (rank + i) % size, FTRABIT_TAG_RING,
-                        st->comm, &reqs[nsent++]);
+        err = ftrabit_isend_bytes(local, local_size, (rank + i) % size, FTRABIT_TAG_RING,
+                                  st->comm, &reqs[nsent++]);
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
-        int from = (rank - i + size) % size, count;
-        err = ftrabit_recv_blob(from, FTRABIT_TAG_RING, st->comm, &got[ngot].data, &count);
+        int from = (rank - i + size) % size;
+        err = ftrabit_recv_blob(from, FTRABIT_TAG_RING, st->comm, &got[ngot].data,
+                                &got[ngot].size);
         if (MPI_SUCCESS != err) {
             break;
         }
         got[ngot].owner = from; /* ranks equal original ranks under respawn */
-        got[ngot].size = (size_t) count;
         ngot++;
     }
     int send_err = MPI_Waitall(nsent, reqs, MPI_STATUSES_IGNORE);
@@ -95,11 +95,23 @@ static void ftrabit_commit(ftrabit_state_t *st, uint64_t seq, const void *global
                            size_t global_size, const void *local, size_t local_size,
                            ftrabit_replica_t *replicas, int nreplicas)
 {
-    free(st->global);
+    void *global_copy, *local_copy;
+
+    free(st->global); /* first: a state of gigabytes is not held three times */
     free(st->local);
-    st->global = ftrabit_dup_bytes(global, global_size);
+    st->global = st->local = NULL;
+    global_copy = ftrabit_dup_bytes(global, global_size);
+    local_copy = ftrabit_dup_bytes(local, local_size);
+    if (NULL == global_copy || NULL == local_copy) {
+        /* every other rank commits this version: one that cannot hold it would serve
+         * replacements a checkpoint it does not have */
+        fprintf(stderr, "ftrabit: FTR_Checkpoint: no memory for a copy of the state (%zu and "
+                        "%zu bytes): ending the job\n", global_size, local_size);
+        MPI_Abort(st->comm, MPI_ERR_NO_MEM);
+    }
+    st->global = global_copy;
     st->global_size = global_size;
-    st->local = ftrabit_dup_bytes(local, local_size);
+    st->local = local_copy;
     st->local_size = local_size;
     ftrabit_replicas_replace(st, replicas, nreplicas);
     st->version++;
@@ -132,10 +144,6 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
         return MPI_ERR_COMM;
     }
     st->bootstrap_over = 1;
-    if (global_size > (size_t) INT32_MAX || local_size > (size_t) INT32_MAX) {
-        fprintf(stderr, "ftrabit: FTR_Checkpoint of more than 2 GiB per buffer is not supported\n");
-        return MPI_ERR_COUNT;
-    }
     uint64_t seq = st->completed_seq + 1;
     for (;;) {
         ftrabit_replica_t *received = NULL;

@@ -43,6 +43,7 @@ typedef struct {
     int test_kill_in_catch_up; /* ... in a catch-up with a replacement in it (-1: none) */
     int spares;                /* warm spares the job was started with (ftrabit_spares.c) */
     int test_kill_spare;       /* world rank of a spare that dies while waiting (-1: none) */
+    int test_message_limit;    /* bytes above which a message takes a derived type (0: INT_MAX) */
     int verbose;
 } ftrabit_settings_t;
 
@@ -191,8 +192,12 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed);
 int ftrabit_checkpoint_exchange(ftrabit_state_t *st, const void *global, size_t global_size,
                                 const void *local, size_t local_size);
 
-/* Receive one message of any size from `from` into a new buffer (ftrabit_catchup.c). */
-int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, int *count);
+/* Messages of any size, beyond MPI's int counts (ftrabit_message.c). ftrabit_recv_blob
+ * receives one from `from` into a new buffer (freed by the caller). */
+int ftrabit_isend_bytes(const void *buf, size_t len, int to, int tag, MPI_Comm comm,
+                        MPI_Request *req);
+int ftrabit_send_bytes(const void *buf, size_t len, int to, int tag, MPI_Comm comm);
+int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, size_t *len);
 
 /* Replicas of ring predecessors' local checkpoints (ftrabit_checkpoint.c). */
 void ftrabit_replicas_free(ftrabit_replica_t *replicas, int n);

@@ -229,6 +229,8 @@ void ftrabit_read_settings(void)
                                                      s->test_kill_in_catch_up);
     s->spares = ftrabit_read_int_cvar("coll_ftrabit_spares", s->spares);
     s->test_kill_spare = ftrabit_read_int_cvar("coll_ftrabit_test_kill_spare", s->test_kill_spare);
+    s->test_message_limit = ftrabit_read_int_cvar("coll_ftrabit_test_message_limit",
+                                                  s->test_message_limit);
     s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
     MPI_T_finalize();
     if (FTRABIT_RECOVER_SHRINK == s->policy) {
