@@ -181,6 +181,22 @@ static int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
     return 0 == true_lb && true_extent == size && (count <= 1 || extent == size);
 }
 
+/* MPI_Pack_size, refusing what its int cannot hold: Open MPI 5.0.7 cuts the size to an int
+ * without a word. */
+static int ftrabit_pack_size(int count, MPI_Datatype type, MPI_Comm comm, int *size)
+{
+    MPI_Count bytes;
+    int err = MPI_Type_size_x(type, &bytes);
+
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (bytes < 0 || count < 0 || (uint64_t) bytes * (uint64_t) count > (uint64_t) INT_MAX) {
+        return MPI_ERR_COUNT;
+    }
+    return MPI_Pack_size(count, type, comm, size);
+}
+
 /* Pack `count` elements of `type` at buf into a new contiguous blob. */
 static int ftrabit_pack(const void *buf, int count, MPI_Datatype type, MPI_Comm comm,
                         void **blob, size_t *len)
@@ -194,12 +210,15 @@ static int ftrabit_pack(const void *buf, int count, MPI_Datatype type, MPI_Comm 
         memcpy(*blob, buf, *len);
         return MPI_SUCCESS;
     }
-    MPI_Pack_size(count, type, comm, &size);
+    int err = ftrabit_pack_size(count, type, comm, &size);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
     *blob = malloc(size ? (size_t) size : 1);
     if (NULL == *blob) {
         return MPI_ERR_NO_MEM;
     }
-    int err = MPI_Pack(buf, count, type, *blob, size, &pos, comm);
+    err = MPI_Pack(buf, count, type, *blob, size, &pos, comm);
     *len = (size_t) pos;
     return err;
 }
@@ -438,7 +457,17 @@ static int ftrabit_copy_result(ftrabit_state_t *st, const void *buf, const ftrab
         memcpy(slot->data, buf, *len);
         return 1;
     }
-    if (MPI_SUCCESS != MPI_Pack_size(call->count, call->type, st->comm, &size)
+    int err = ftrabit_pack_size(call->count, call->type, st->comm, &size);
+    if (MPI_ERR_COUNT == err) {
+        static int said;
+        if (!said) {
+            said = 1;
+            fprintf(stderr, "ftrabit: results of more than 2 GiB in a non-contiguous datatype "
+                            "are not kept (MPI_Pack counts in int): a rank that must replay one "
+                            "cannot recover\n");
+        }
+    }
+    if (MPI_SUCCESS != err
         || FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, (size_t) size, slot)) {
         return 0;
     }

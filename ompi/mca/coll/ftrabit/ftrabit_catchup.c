@@ -101,6 +101,8 @@ static int ftrabit_xfer_payload(const ftrabit_state_t *st, const ftrabit_transfe
         return MPI_SUCCESS;
     case FTRABIT_XFER_GLOBAL:
         if (x->version != st->version) {
+            ftrabit_log(1, "catch-up: asked for the global checkpoint of version %d, holds %d",
+                        (int) x->version, st->version);
             return MPI_ERR_INTERN;
         }
         *buf = st->global;
@@ -114,6 +116,8 @@ static int ftrabit_xfer_payload(const ftrabit_state_t *st, const ftrabit_transfe
                 return MPI_SUCCESS;
             }
         }
+        ftrabit_log(1, "catch-up: asked for the local checkpoint of original rank %d, holds "
+                       "no replica of it", to_orig_rank);
         return MPI_ERR_INTERN;
     }
     return MPI_ERR_INTERN;
@@ -122,7 +126,8 @@ static int ftrabit_xfer_payload(const ftrabit_state_t *st, const ftrabit_transfe
 /* MPI_Waitall that says why it failed. When one request fails, MPI_Waitall returns
  * MPI_ERR_IN_STATUS (even with MPI_STATUSES_IGNORE), which would hide a process failure
  * that a rebuild can handle behind an error that ends the recovery: the per-request
- * errors are looked at instead, a process failure first. */
+ * errors are looked at instead, a process failure first. A request that did not succeed
+ * may still be reading its buffer: see ftrabit_catch_up. */
 static int ftrabit_wait_sends(int n, MPI_Request *reqs)
 {
     MPI_Status *statuses = malloc(sizeof(MPI_Status) * (size_t) (n > 0 ? n : 1));
@@ -152,6 +157,41 @@ static int ftrabit_wait_sends(int n, MPI_Request *reqs)
     return err;
 }
 
+static uint64_t ftrabit_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+/* A received range holds a result other than the one this rank has for the same seq: both,
+ * for the diagnosis (coll_ftrabit_verbose). */
+static void ftrabit_log_conflict(const ftrabit_cache_t *cache, const unsigned char *buf,
+                                 size_t len)
+{
+    size_t at = 8;
+    uint64_t n = len >= 8 ? ftrabit_le64(buf) : 0;
+
+    for (uint64_t i = 0; i < n && at + 24 <= len; i++) {
+        uint64_t seq = ftrabit_le64(buf + at), key = ftrabit_le64(buf + at + 8);
+        uint64_t bytes = ftrabit_le64(buf + at + 16), mine_key;
+        const void *mine;
+        size_t mine_len;
+        if (FTRABIT_CACHE_OK == ftrabit_cache_get(cache, seq, &mine_key, &mine, &mine_len)) {
+            ftrabit_log(1, "catch-up: seq %llu received with key %016llx, %llu bytes; held with "
+                           "key %016llx, %zu bytes%s", (unsigned long long) seq,
+                        (unsigned long long) key, (unsigned long long) bytes,
+                        (unsigned long long) mine_key, mine_len,
+                        bytes == mine_len && at + 24 + bytes <= len
+                                && 0 == memcmp(mine, buf + at + 24, bytes)
+                            ? " (same bytes)" : "");
+        }
+        at += 24 + bytes;
+    }
+}
+
 /* Receive the bytes of transfer `x` (any size) and put them where they belong. */
 static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x, int tag)
 {
@@ -163,12 +203,19 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
         return err;
     }
     switch (x->kind) {
-    case FTRABIT_XFER_RESULTS:
-        if (FTRABIT_CACHE_OK != ftrabit_cache_unpack(&st->results, buf, count)) {
-            err = MPI_ERR_INTERN;
+    case FTRABIT_XFER_RESULTS: {
+        int rc = ftrabit_cache_unpack(&st->results, buf, count);
+        if (FTRABIT_CACHE_OK != rc) {
+            ftrabit_log(1, "catch-up: results %llu-%llu from rank %d not taken (cache error %d)",
+                        (unsigned long long) x->lo, (unsigned long long) x->hi, x->from, rc);
+            if (FTRABIT_CACHE_EXISTS == rc) {
+                ftrabit_log_conflict(&st->results, buf, count);
+            }
+            err = FTRABIT_CACHE_NOMEM == rc ? MPI_ERR_NO_MEM : MPI_ERR_INTERN;
         }
         free(buf);
         return err;
+    }
     case FTRABIT_XFER_GLOBAL:
         free(st->global);
         st->global = buf;
@@ -210,7 +257,9 @@ static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state
                 err = ftrabit_send_bytes(buf, len, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
             }
         }
-        free(buf);
+        if (MPI_SUCCESS == err) {
+            free(buf); /* else a failed send may still read it (ftrabit_free_sent) */
+        }
     } else if (all[rank].replacement) {
         void *buf;
         size_t count;
@@ -270,6 +319,30 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
     int send_err = ftrabit_wait_sends(nreqs, reqs);
     free(reqs);
     return MPI_SUCCESS == err ? send_err : err;
+}
+
+/* The packed results of this rank's transfers, once they are sent. A send that did not
+ * succeed may still be reading its buffer: on a revoked communicator MPI_Wait reports an
+ * unfinished request as failed at once (MPI_ERR_REVOKED), while the PML goes on sending
+ * what it started (btl/tcp's queued fragments come from the buffer). Freed then, the
+ * memory would reach a peer as a result, with no error, once reused: seen in the kill
+ * campaign (seed 5, scenario 121) as two copies of one result that differed. Such buffers
+ * are left allocated: a failed catch-up is rare, and its results are few. */
+static void ftrabit_free_sent(void **owned, int n, int all_sent)
+{
+    size_t kept = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (all_sent) {
+            free(owned[i]);
+        } else {
+            kept += NULL != owned[i];
+        }
+    }
+    if (kept > 0) {
+        ftrabit_log(1, "catch-up: %zu transfer buffer(s) left allocated: a send that failed "
+                       "may still read its buffer", kept);
+    }
 }
 
 /* coll_ftrabit_test_kill_in_catch_up: a survivor dies while a replacement is joining. */
@@ -404,8 +477,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
     }
     /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
      * waits for its receiver: without a revoke, two such ranks wait on each other's sends
-     * for ever. The revoke ends every pending transfer (in error), so that the buffers
-     * below are no longer the PML's when they are freed. */
+     * for ever. The revoke ends the wait for them, in error. */
     if (MPI_SUCCESS != err) {
         MPIX_Comm_revoke(st->comm);
     }
@@ -417,9 +489,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
     if (MPI_SUCCESS == err) {
         err = send_err;
     }
-    for (int i = 0; i < plan.nxfers; i++) {
-        free(owned[i]);
-    }
+    ftrabit_free_sent(owned, plan.nxfers, MPI_SUCCESS == send_err);
     free(owned);
     free(reqs);
     if (MPI_SUCCESS != err) {
