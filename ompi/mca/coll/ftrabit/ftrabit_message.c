@@ -39,6 +39,7 @@ static int ftrabit_bytes_type(size_t len, MPI_Datatype *type)
     MPI_Datatype types[2];
     int err;
 
+    *type = MPI_DATATYPE_NULL; /* unless made */
     if (blocks > (size_t) INT_MAX) {
         return MPI_ERR_COUNT;
     }
@@ -50,11 +51,11 @@ static int ftrabit_bytes_type(size_t len, MPI_Datatype *type)
     types[1] = MPI_BYTE;
     err = MPI_Type_create_struct(rest > 0 ? 2 : 1, lengths, displacements, types, type);
     MPI_Type_free(&block);
-    if (MPI_SUCCESS == err) {
-        err = MPI_Type_commit(type);
-        if (MPI_SUCCESS != err) {
-            MPI_Type_free(type);
-        }
+    if (MPI_SUCCESS != err) {
+        *type = MPI_DATATYPE_NULL;
+    } else if (MPI_SUCCESS != (err = MPI_Type_commit(type))) {
+        MPI_Type_free(type);
+        *type = MPI_DATATYPE_NULL;
     }
     return err;
 }
@@ -123,7 +124,7 @@ int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, size_t *len)
     } else {
         (void) MPI_Mrecv(NULL, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
     }
-    if (MPI_BYTE != type) {
+    if (MPI_BYTE != type && MPI_DATATYPE_NULL != type) {
         MPI_Type_free(&type);
     }
     if (MPI_SUCCESS != err) {
