@@ -360,6 +360,16 @@ static int unpack_conflict_is_refused(uint64_t seq, uint64_t key, const void *by
     unsigned char *buf = pack_all(&src, 1, 10, &len);
     int refused = FTRABIT_CACHE_EXISTS == ftrabit_cache_unpack(&dst, buf, len)
                   && same_contents(&dst, &before);
+    /* the diagnosis names the received entry that differs; none differs from its source */
+    uint64_t conflict_seq, conflict_key;
+    size_t conflict_len;
+    refused = refused
+              && ftrabit_cache_conflict(&dst, buf, len, &conflict_seq, &conflict_key,
+                                        &conflict_len)
+              && seq == conflict_seq && key_of(seq) == conflict_key
+              && result_len(seq) == conflict_len
+              && !ftrabit_cache_conflict(&src, buf, len, &conflict_seq, &conflict_key,
+                                         &conflict_len);
     free(buf);
     ftrabit_cache_fini(&src);
     ftrabit_cache_fini(&dst);

@@ -110,6 +110,10 @@ size_t ftrabit_cache_pack(const ftrabit_cache_t *cache, uint64_t lo, uint64_t hi
  * writes it; entries already stored with the same key and bytes are skipped, one stored
  * with another key or other bytes gives FTRABIT_CACHE_EXISTS. */
 int ftrabit_cache_unpack(ftrabit_cache_t *cache, const void *buf, size_t len);
+/* After FTRABIT_CACHE_EXISTS from unpack: the first received entry that differs from the
+ * one stored for its seq (its seq, key and length), for a diagnosis; 0 if none. */
+int ftrabit_cache_conflict(const ftrabit_cache_t *cache, const void *buf, size_t len,
+                           uint64_t *seq, uint64_t *key, size_t *bytes);
 
 /* Which ranks keep the result of `seq` when each result is kept by `replicas` ranks out of
  * `size` (replicas <= 0 or >= size: every rank): ranks (seq + i) mod size, i < replicas,

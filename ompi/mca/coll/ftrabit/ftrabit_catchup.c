@@ -157,38 +157,19 @@ static int ftrabit_wait_sends(int n, MPI_Request *reqs)
     return err;
 }
 
-static uint64_t ftrabit_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
-
 /* A received range holds a result other than the one this rank has for the same seq: both,
  * for the diagnosis (coll_ftrabit_verbose). */
-static void ftrabit_log_conflict(const ftrabit_cache_t *cache, const unsigned char *buf,
-                                 size_t len)
+static void ftrabit_log_conflict(const ftrabit_cache_t *cache, const void *buf, size_t len)
 {
-    size_t at = 8;
-    uint64_t n = len >= 8 ? ftrabit_le64(buf) : 0;
+    uint64_t seq, key, mine_key;
+    size_t bytes, mine_len;
+    const void *mine;
 
-    for (uint64_t i = 0; i < n && at + 24 <= len; i++) {
-        uint64_t seq = ftrabit_le64(buf + at), key = ftrabit_le64(buf + at + 8);
-        uint64_t bytes = ftrabit_le64(buf + at + 16), mine_key;
-        const void *mine;
-        size_t mine_len;
-        if (FTRABIT_CACHE_OK == ftrabit_cache_get(cache, seq, &mine_key, &mine, &mine_len)) {
-            ftrabit_log(1, "catch-up: seq %llu received with key %016llx, %llu bytes; held with "
-                           "key %016llx, %zu bytes%s", (unsigned long long) seq,
-                        (unsigned long long) key, (unsigned long long) bytes,
-                        (unsigned long long) mine_key, mine_len,
-                        bytes == mine_len && at + 24 + bytes <= len
-                                && 0 == memcmp(mine, buf + at + 24, bytes)
-                            ? " (same bytes)" : "");
-        }
-        at += 24 + bytes;
+    if (ftrabit_cache_conflict(cache, buf, len, &seq, &key, &bytes)
+        && FTRABIT_CACHE_OK == ftrabit_cache_get(cache, seq, &mine_key, &mine, &mine_len)) {
+        ftrabit_log(1, "catch-up: seq %llu received with key %016llx, %zu bytes; held with key "
+                       "%016llx, %zu bytes", (unsigned long long) seq, (unsigned long long) key,
+                    bytes, (unsigned long long) mine_key, mine_len);
     }
 }
 
