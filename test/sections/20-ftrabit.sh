@@ -529,6 +529,15 @@ campaign_shrink_zero_contribution_np9() {
         --timeout "$ft_timeout_s" --logs "$logs/campaign-177"
 }
 check ft/campaign/shrink-oracle-zero-contribution-np9 campaign_shrink_zero_contribution_np9
+# Scenario 103 of seed 5 (respawn, np 9, ranks 1, 3, 7 killed one after another): a
+# replacement crashed in MPI_Finalize on a revoked communicator spanning several jobs,
+# after every rank printed the right result (Open MPI patch 0011; 2-3 runs in 3 before it,
+# so three runs here).
+campaign_finalize_revoked_dyncomm_np9() {
+    "$src/test/campaign/run-campaign.sh" --build "$build" --seed 5 --only 103 --only 103 \
+        --only 103 --timeout "$ft_timeout_s" --logs "$logs/campaign-103"
+}
+check ft/campaign/finalize-after-three-respawns-np9 campaign_finalize_revoked_dyncomm_np9
 
 echo "== clean exits after failures (Open MPI patch 0001, docs/finalize-after-failures.md)"
 for mode in three single continue; do
