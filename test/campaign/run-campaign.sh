@@ -13,6 +13,8 @@
 #   --max-np N       at most N processes per job, spares included (10)
 #   --max-bytes B    at most B data bytes per collective (8388608)
 #   --timeout S      seconds per mpirun before it counts as hung (120)
+#   --pml NAME       run every job over that PML (`--mca pml NAME`, e.g. dr2); Open MPI's
+#                    choice (ob1) when not given
 #   --logs DIR       where the logs go (DIR/NNN.log, DIR/results.tsv; ./campaign-logs)
 #   --out FILE       write the report (markdown) there
 #   --list           print the scenarios, run nothing
@@ -41,7 +43,7 @@
 # among it), hung (the timeout).
 set -u
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out=""
+build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out="" pml=""
 only=() list=0 rejudge=0
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -52,6 +54,7 @@ while [ $# -gt 0 ]; do
         --max-np) max_np=$2; shift ;;
         --max-bytes) max_bytes=$2; shift ;;
         --timeout) timeout_s=$2; shift ;;
+        --pml) pml=$2; shift ;;
         --logs) logs=$2; shift ;;
         --out) out=$2; shift ;;
         --list) list=1 ;;
@@ -71,6 +74,7 @@ logs=$(cd "$logs" && pwd)
 export PMIX_MCA_mca_base_component_show_load_errors=0
 mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe --with-ft ulfm
         --mca mca_base_component_path "$OMPI_PREFIX/lib/openmpi:$build/stage/lib/openmpi")
+[ -n "$pml" ] && mpirun+=(--mca pml "$pml")
 iterations=10 every=3 # checkpoints after iterations 2, 5 and 8; iteration 9 is the last
 
 # ---- drawing a scenario -------------------------------------------------------------------
@@ -373,7 +377,9 @@ write_report() {
         echo "Measured $(date -u -d "@$end" '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(nproc) cores," \
              "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), Linux $(uname -r))," \
              "at commit $commit$dirty, Open MPI 5.0.7 with ULFM."
-        echo "\`make campaign CAMPAIGN_RUNS=$runs CAMPAIGN_SEED=$seed\`" \
+        local how="make campaign CAMPAIGN_RUNS=$runs CAMPAIGN_SEED=$seed"
+        [ -n "$pml" ] && how="$how CAMPAIGN_PML=$pml"
+        echo "\`$how\`${pml:+, every job over pml/$pml}" \
              "(test/campaign/run-campaign.sh: scenarios, verdicts and how to run one again are" \
              "described at its top), one mpirun at a time, ${timeout_s} s timeout per run;" \
              "$(((end - campaign_start + 30) / 60)) minutes in all, failure-free" \
