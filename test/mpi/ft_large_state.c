@@ -9,15 +9,19 @@
  * state by a survivor and its local state by a ring neighbour (the replicas of local
  * states travel in every checkpoint), and the new ring neighbours of the replacement are
  * reseeded: each of those messages is G or L bytes long. Each iteration also makes one
- * 8-byte FTR_Allreduce, which the replacement replays.
+ * FTR_Allreduce of A bytes (a sum of 64-bit words, each a function of (word, iteration,
+ * rank)), which the replacement replays: it is sent the results since the checkpoint, so
+ * with A over 2 GiB one result travels in one message of more than INT_MAX bytes.
  *
  * Options:
  *   --global-bytes G (1 MiB)  --local-bytes L (1 MiB)  --iterations N (6)  --every N (2)
+ *   --allreduce-bytes A (8; a multiple of 8, at most 8 * INT_MAX)
  *   --kill R:I   original rank R kills itself (SIGKILL) at iteration I (repeatable)
  *
  * Output: "mpitest: rank R done" per rank, and from rank 0 "mpitest ft_large_state: np N:
  * PASS" (or FAIL). Run with --with-ft ulfm.
  */
+#include <limits.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdint.h>
@@ -78,6 +82,33 @@ static long long first_difference(const unsigned char *buf, size_t len, int it, 
     return 0 == memcmp(buf + 8 * words, &x, len % 8) ? -1 : (long long) (8 * words);
 }
 
+/* One allreduce of `words` 64-bit words at iteration `it` over `comm`: every word checked
+ * against the sum over the ranks, computed here. */
+static void allreduce_and_check(uint64_t *buf, size_t words, int it, MPI_Comm *comm)
+{
+    int size;
+
+    for (size_t w = 0; w < words; w++) {
+        buf[w] = word_of(w, it, original_rank);
+    }
+    ftr_check(FTR_Allreduce(buf, (int) words, MPI_UINT64_T, MPI_SUM, comm), "FTR_Allreduce");
+    MPI_Comm_size(*comm, &size);
+    for (size_t w = 0; w < words; w++) {
+        uint64_t sum = 0;
+        for (int r = 0; r < size; r++) {
+            sum += word_of(w, it, r);
+        }
+        if (buf[w] != sum) {
+            failures++;
+            printf("mpitest ft_large_state: rank %d: FAIL allreduce of iteration %d: word %zu "
+                   "of %zu is %llu, expected %llu\n", original_rank, it, w, words,
+                   (unsigned long long) buf[w], (unsigned long long) sum);
+            fflush(stdout);
+            return;
+        }
+    }
+}
+
 static void check_loaded(const unsigned char *global, size_t global_bytes,
                          const unsigned char *local, size_t local_bytes, int it)
 {
@@ -111,7 +142,7 @@ static void maybe_die(int it)
 int main(int argc, char **argv)
 {
     MPI_Comm world, parent;
-    size_t global_bytes = 1 << 20, local_bytes = 1 << 20;
+    size_t global_bytes = 1 << 20, local_bytes = 1 << 20, allreduce_bytes = 8;
     int iterations = 6, every = 2, bad_usage = 0, version, rank, size;
 
     ftr_check(FTR_Init(&argc, &argv, &world), "FTR_Init");
@@ -125,6 +156,8 @@ int main(int argc, char **argv)
             global_bytes = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--local-bytes") && i + 1 < argc) {
             local_bytes = strtoull(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--allreduce-bytes") && i + 1 < argc) {
+            allreduce_bytes = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
             iterations = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--every") && i + 1 < argc) {
@@ -137,10 +170,11 @@ int main(int argc, char **argv)
             bad_usage = 1;
         }
     }
-    if (bad_usage || iterations < 1 || every < 1 || global_bytes < 8) {
+    if (bad_usage || iterations < 1 || every < 1 || global_bytes < 8 || allreduce_bytes < 8
+        || 0 != allreduce_bytes % 8 || allreduce_bytes / 8 > INT_MAX) {
         if (0 == rank) {
             fprintf(stderr, "usage: ft_large_state [--global-bytes G (8 or more)] "
-                            "[--local-bytes L] "
+                            "[--local-bytes L] [--allreduce-bytes A (8 * 1..INT_MAX)] "
                             "[--iterations N] [--every N] [--kill R:I]...\n");
         }
         MPI_Finalize();
@@ -150,9 +184,10 @@ int main(int argc, char **argv)
     /* The state of iteration `it` is the one checkpointed after it-1: 0 is the start. */
     unsigned char *global = malloc(global_bytes ? global_bytes : 1);
     unsigned char *local = malloc(local_bytes ? local_bytes : 1);
-    if (NULL == global || NULL == local) {
-        fprintf(stderr, "ft_large_state: rank %d: no memory for %zu + %zu bytes\n",
-                original_rank, global_bytes, local_bytes);
+    uint64_t *reduced = malloc(allreduce_bytes);
+    if (NULL == global || NULL == local || NULL == reduced) {
+        fprintf(stderr, "ft_large_state: rank %d: no memory for %zu + %zu + %zu bytes\n",
+                original_rank, global_bytes, local_bytes, allreduce_bytes);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     int next = 0;
@@ -176,17 +211,7 @@ int main(int argc, char **argv)
 
     for (int it = next; it < iterations; it++) {
         maybe_die(it);
-        long value = original_rank + it, sum = 0;
-        ftr_check(FTR_Allreduce(&value, 1, MPI_LONG, MPI_SUM, &world), "FTR_Allreduce");
-        MPI_Comm_size(world, &size);
-        for (int r = 0; r < size; r++) {
-            sum += r + it;
-        }
-        if (value != sum) {
-            failures++;
-            printf("mpitest ft_large_state: rank %d: FAIL allreduce of iteration %d: %ld, "
-                   "expected %ld\n", original_rank, it, value, sum);
-        }
+        allreduce_and_check(reduced, allreduce_bytes / 8, it, &world);
         if ((it + 1) % every == 0) {
             fill(global, global_bytes, it + 1, -1);
             fill(local, local_bytes, it + 1, original_rank);
@@ -206,6 +231,7 @@ int main(int argc, char **argv)
     }
     free(global);
     free(local);
+    free(reduced);
     MPI_Comm_free(&world);
     FTR_Finalize();
     return total ? 1 : 0;

@@ -418,6 +418,24 @@ large_state_over_2gib() {
         --global-bytes 2147483651 --local-bytes 4096 --kill 1:2 --iterations 4 --every 2
 }
 large_state_over_2gib
+# A real FTR_Allreduce of 2 GiB + 8 bytes (268 million 64-bit words) every iteration, rank 1
+# killed: its replacement is sent the result of the call since the checkpoint in one
+# message of more than INT_MAX bytes, replays it and checks every word (about 15 GiB at the
+# peak).
+allreduce_over_2gib() {
+    # 45 s here, mostly first touches of fresh pages: room for a machine 5 times slower
+    local name=ft/results/allreduce-over-2gib/np2 avail_kib timeout_s=$((timeout_s * 2))
+    selected "$name" || return 0
+    avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+    if [ "${avail_kib:-0}" -lt $((17 * 1024 * 1024)) ]; then
+        skip "$name" "needs 17 GiB of available memory, this machine has $((${avail_kib:-0} / 1024)) MiB"
+        return 0
+    fi
+    mpi ft/results/allreduce-over-2gib 2 pass test/mpi/ft_large_state --with-ft ulfm -- \
+        --allreduce-bytes 2147483656 --global-bytes 4096 --local-bytes 4096 --kill 1:3 \
+        --iterations 4 --every 2
+}
+allreduce_over_2gib
 # A replacement that replays with another root or op than the first run is refused, not
 # served the first run's result (another root's data); a result's root is kept as its
 # original rank, which is also what protects a broadcast retried after a shrink. The
