@@ -404,16 +404,19 @@ mpi ft/large-state/derived-type-over-dr2 3 pass test/mpi/ft_large_state --with-f
     --global-bytes 3145733 --local-bytes 2621447 --kill 1:3
 mpi ft/results/derived-type-messages 4 pass test/mpi/ft_results --with-ft ulfm \
     --mca coll_ftrabit_test_message_limit 1048576 -- --kill 1:6
+# memory_for NAME GIB: 0 when GIB GiB are available; otherwise NAME is skipped, saying why.
+memory_for() {
+    local avail_kib
+    avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+    [ "${avail_kib:-0}" -ge $(($2 * 1024 * 1024)) ] && return 0
+    skip "$1" "needs $2 GiB of available memory, this machine has $((${avail_kib:-0} / 1024)) MiB"
+    return 1
+}
 # A real global state of 2 GiB + 3 bytes (a model of 537 million floats): checkpointed,
 # sent to a replacement in one message, every byte checked. About 12 GiB at the peak.
 large_state_over_2gib() {
-    local name=ft/large-state/global-over-2gib/np2 avail_kib
-    selected "$name" || return 0
-    avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
-    if [ "${avail_kib:-0}" -lt $((14 * 1024 * 1024)) ]; then
-        skip "$name" "needs 14 GiB of available memory, this machine has $((${avail_kib:-0} / 1024)) MiB"
-        return 0
-    fi
+    local name=ft/large-state/global-over-2gib/np2
+    selected "$name" && memory_for "$name" 14 || return 0
     mpi ft/large-state/global-over-2gib 2 pass test/mpi/ft_large_state --with-ft ulfm -- \
         --global-bytes 2147483651 --local-bytes 4096 --kill 1:2 --iterations 4 --every 2
 }
@@ -424,13 +427,8 @@ large_state_over_2gib
 # peak).
 allreduce_over_2gib() {
     # 45 s here, mostly first touches of fresh pages: room for a machine 5 times slower
-    local name=ft/results/allreduce-over-2gib/np2 avail_kib timeout_s=$((timeout_s * 2))
-    selected "$name" || return 0
-    avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
-    if [ "${avail_kib:-0}" -lt $((17 * 1024 * 1024)) ]; then
-        skip "$name" "needs 17 GiB of available memory, this machine has $((${avail_kib:-0} / 1024)) MiB"
-        return 0
-    fi
+    local name=ft/results/allreduce-over-2gib/np2 timeout_s=$((timeout_s * 2))
+    selected "$name" && memory_for "$name" 17 || return 0
     mpi ft/results/allreduce-over-2gib 2 pass test/mpi/ft_large_state --with-ft ulfm -- \
         --allreduce-bytes 2147483656 --global-bytes 4096 --local-bytes 4096 --kill 1:3 \
         --iterations 4 --every 2

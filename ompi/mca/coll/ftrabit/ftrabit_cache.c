@@ -421,24 +421,23 @@ int ftrabit_cache_conflict(const ftrabit_cache_t *cache, const void *buf, size_t
                            uint64_t *seq, uint64_t *key, size_t *bytes)
 {
     ftrabit_cache_wire_entry_t *w;
-    size_t n;
-    int found = 0;
+    size_t n, i;
 
     if (NULL == buf || FTRABIT_CACHE_OK != ftrabit_cache_parse(buf, len, &w, &n)) {
         return 0;
     }
-    for (size_t i = 0; i < n && !found; i++) {
+    for (i = 0; i < n; i++) {
         size_t at = ftrabit_cache_lower_bound(cache, w[i].seq);
         if (at < cache->count && cache->entries[at].seq == w[i].seq
             && !ftrabit_cache_same_result(&cache->entries[at], w[i].key, w[i].data, w[i].len)) {
             *seq = w[i].seq;
             *key = w[i].key;
             *bytes = w[i].len;
-            found = 1;
+            break;
         }
     }
     free(w);
-    return found;
+    return i < n;
 }
 
 int ftrabit_cache_unpack(ftrabit_cache_t *cache, const void *buf, size_t len)

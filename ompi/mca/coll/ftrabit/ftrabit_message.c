@@ -54,8 +54,7 @@ static int ftrabit_bytes_type(size_t len, MPI_Datatype *type)
     if (MPI_SUCCESS != err) {
         *type = MPI_DATATYPE_NULL;
     } else if (MPI_SUCCESS != (err = MPI_Type_commit(type))) {
-        MPI_Type_free(type);
-        *type = MPI_DATATYPE_NULL;
+        MPI_Type_free(type); /* sets it to MPI_DATATYPE_NULL */
     }
     return err;
 }
