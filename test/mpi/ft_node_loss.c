@@ -15,7 +15,16 @@
  * fence must leave out the lost ranks (patch 0002, docs/node-loss.md). Run it with
  * `--mca coll ^ftrabit`: it tests Open MPI's own ULFM collectives.
  *
- * Usage: ft_node_loss SURVIVORS   the number of ranks expected to survive the node loss
+ * With --ring, the iterations before the failure are a ring exchange instead: each rank
+ * sends to and receives from its two neighbours only (MPI_Sendrecv on MPI_COMM_WORLD), as
+ * a stencil code does, so most ranks never address most others before the failure; a rank
+ * whose exchange fails (a dead neighbour, or the revoke of one that saw it) revokes
+ * MPI_COMM_WORLD and the survivors agree on it. Open MPI makes the process object of a
+ * peer on another node only when it is first addressed; before patch 0012
+ * (docs/ompi-patches.md) a failure report left such a peer's placeholder in the group,
+ * ULFM's agreement took it for alive and waited for it for ever.
+ *
+ * Usage: ft_node_loss [--ring] SURVIVORS   the number of ranks expected to survive
  *
  * Output: "mpitest: rank R done" after MPI_Finalize returned; rank 0 prints the verdict
  * "mpitest ft_node_loss: np N: PASS" (or FAIL) after that. Survivors exit with 0 on
@@ -27,6 +36,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +85,34 @@ static int iteration_ok(MPI_Comm comm)
     return MPI_SUCCESS == rc && flag;
 }
 
+/* The --ring iteration: a token exchanged with both ring neighbours of COMM (the rank
+ * before and the rank after), each checked. On an error the rank revokes COMM, so that the
+ * ranks whose neighbours live learn of the failure too (their exchange fails as revoked),
+ * and every rank then agrees. Returns 1 if every rank's exchange went right. */
+static int ring_iteration_ok(MPI_Comm comm)
+{
+    int rank, size, left, right, from_left = -1, from_right = -1, rc, flag;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    left = (rank + size - 1) % size;
+    right = (rank + 1) % size;
+    rc = MPI_Sendrecv(&rank, 1, MPI_INT, right, 1, &from_left, 1, MPI_INT, left, 1, comm,
+                      MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS == rc) {
+        rc = MPI_Sendrecv(&rank, 1, MPI_INT, left, 2, &from_right, 1, MPI_INT, right, 2, comm,
+                          MPI_STATUS_IGNORE);
+    }
+    if (MPI_SUCCESS != rc) {
+        MPIX_Comm_revoke(comm);
+        flag = 0;
+        (void) MPIX_Comm_agree(comm, &flag);
+        return 0;
+    }
+    CHECK(left == from_left && right == from_right, "ring tokens %d and %d, expected %d and %d",
+          from_left, from_right, left, right);
+    return 1;
+}
+
 /* Revoke COMM, replace it by its shrunk self. */
 static void shrink(MPI_Comm *comm)
 {
@@ -99,7 +137,7 @@ static void shrink(MPI_Comm *comm)
 int main(int argc, char **argv)
 {
     MPI_Comm comm = MPI_COMM_WORLD;
-    int wsize, size, survivors, clean = 0;
+    int wsize, size, survivors, clean = 0, ring = 0;
     double start;
 
     /* As the README asks of ULFM programs without coll/ftrabit (which runs with
@@ -110,10 +148,16 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (argc > 1 && 0 == strcmp(argv[1], "--ring")) {
+        ring = 1;
+        argv++;
+        argc--;
+    }
     survivors = argc > 1 ? atoi(argv[1]) : 0;
     if (survivors < 1 || survivors >= wsize) {
         if (0 == wrank) {
-            fprintf(stderr, "usage: %s SURVIVORS (1 .. np-1 ranks expected to survive)\n",
+            fprintf(stderr,
+                    "usage: %s [--ring] SURVIVORS (1 .. np-1 ranks expected to survive)\n",
                     argv[0]);
         }
         MPI_Finalize();
@@ -122,7 +166,7 @@ int main(int argc, char **argv)
 
     /* before the failure: until something fails (the harness kills a host) */
     start = now();
-    for (int i = 0; iteration_ok(comm); i++) {
+    for (int i = 0; ring ? ring_iteration_ok(comm) : iteration_ok(comm); i++) {
         if (0 == i && 0 == wrank) {
             printf("%s: iterating\n", name);
             fflush(stdout);

@@ -15,12 +15,14 @@ wait_for_file_text() {
 # node_loss_job LOG OPTIONS...: start ft_node_loss (6 ranks, 2 per host, 4 survivors) in the
 # background across the cluster; its rank 0 says "iterating" once every rank runs, and the
 # job loops until something fails. Sets $job. It tests Open MPI's own ULFM collectives
-# (coll ^ftrabit: ftrabit's allreduce is for jobs using the FTR_* API).
+# (coll ^ftrabit: ftrabit's allreduce is for jobs using the FTR_* API). The program's
+# arguments are node_loss_args (a caller may make it local).
+node_loss_args=(4)
 node_loss_job() {
     local log=$1
     shift
     timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" -np 6 \
-        "$build/test/mpi/ft_node_loss" 4 </dev/null >"$log" 2>&1 &
+        "$build/test/mpi/ft_node_loss" "${node_loss_args[@]}" </dev/null >"$log" 2>&1 &
     job=$!
 }
 
@@ -54,7 +56,7 @@ node_loss_kill() {
 # see MPI_ERR_PROC_FAILED, revoke, shrink to 4 ranks, agree, and MPI_Finalize returns on
 # each (its PMIx fence leaves HOST out).
 node_loss_runs_on() {
-    local host=$1 survivors=() job rc log=$logs/cluster-node-loss-$1.log
+    local host=$1 survivors=() job rc log=$logs/cluster-node-loss-$1${node_loss_tag:-}.log
     shift
     while [ "$1" != "--" ]; do survivors+=("$1"); shift; done
     shift
@@ -70,6 +72,16 @@ node_loss_ulfm_runs_on() { node_loss_runs_on h2 0 1 2 3 --; }
 # h1 (ranks 2 and 3) lost in a chain (routed_radix 1: daemon 2's parent is daemon 1): daemon
 # 2 loses its parent and must be adopted by the HNP, or it exits and takes h2 with it
 node_loss_route_repaired() { node_loss_runs_on h1 0 1 4 5 -- --prtemca routed_radix 1; }
+# Before the loss each rank talks only to its ring neighbours: ranks 1 and 2 never address
+# ranks 4 and 5 of h2, their children in the agreement's binary tree. The survivors' revoke,
+# agreement and shrink must see those two dead (Open MPI patch 0012: without it every
+# survivor waited in MPIX_Comm_agree for ever, 3 runs of 3), and a survivor that revokes
+# before it is told who died asks for rank 5's address after its daemon was lost (patch
+# 0013: without it that lookup waited for ever, 1 run in 10)
+node_loss_ring_neighbours() {
+    local node_loss_args=(--ring 4) node_loss_tag=-ring
+    node_loss_runs_on h2 0 1 2 3 --
+}
 
 # Without ULFM nothing changes: the job ends at the loss, with PRRTE's message, no hang.
 node_loss_ends_a_job_without_ulfm() {
@@ -274,6 +286,7 @@ spares_across_hosts() {
 
 in_cluster check cluster/node-loss/ulfm-runs-on node_loss_ulfm_runs_on
 in_cluster check cluster/node-loss/route-repaired node_loss_route_repaired
+in_cluster check cluster/node-loss/agree-with-peers-never-addressed node_loss_ring_neighbours
 in_cluster check cluster/node-loss/no-ulfm-ends-the-job node_loss_ends_a_job_without_ulfm
 in_cluster check cluster/node-loss/ftr-kmeans-shrinks node_loss_ftr_kmeans_shrinks
 in_cluster check cluster/node-loss/ftr-kmeans-respawns node_loss_ftr_kmeans_respawns

@@ -119,39 +119,6 @@ static int ftrabit_host_key(int *key)
     return err;
 }
 
-/* Make this process know every member of `comm` by name, so that the death of any of them,
- * once reported, is seen by ULFM's agreement on this communicator or on any made from it.
- *
- * Open MPI (mpi_add_procs_cutoff 0, the default) keeps a placeholder instead of a process
- * object for each process on another node until something is first sent to it, and a
- * failure report does not replace it (comm_ft.c, ompi_comm_set_rank_failed, does only in
- * debug builds). The agreement inside MPIX_Comm_shrink and MPIX_Comm_agree (coll/ftagree)
- * takes such a placeholder for a live process: a member of a tree branch that holds a dead
- * process on another node it never sent to waits for it for ever. A spare sends to nobody
- * until recovery, and the standby communicator holds the whole job: when a node was lost,
- * whoever had not yet sent to one of its spares hung in the standby round's shrink (3 hosts,
- * h2 lost with an application rank and a spare). A persistent send made and freed at once
- * has the PML look each member up, which creates its process object, without sending
- * anything or opening a connection; communicators split or shrunk from `comm` copy them. */
-static int ftrabit_know_every_member(MPI_Comm comm)
-{
-    int me, n, err = MPI_SUCCESS;
-
-    MPI_Comm_rank(comm, &me);
-    MPI_Comm_size(comm, &n);
-    for (int r = 0; r < n && MPI_SUCCESS == err; r++) {
-        MPI_Request req;
-        if (r == me) {
-            continue;
-        }
-        err = MPI_Send_init(NULL, 0, MPI_BYTE, r, FTRABIT_TAG_STANDBY, comm, &req);
-        if (MPI_SUCCESS == err) {
-            err = MPI_Request_free(&req);
-        }
-    }
-    return err;
-}
-
 static int ftrabit_spares_refuse(int wrank, const char *why)
 {
     if (0 == wrank) {
@@ -308,10 +275,7 @@ static int ftrabit_spares_setup(int wrank, int wsize, int *app_rank, MPI_Comm *o
     if (!hosts || !standby.held || !standby.last_host) {
         return MPI_ERR_NO_MEM;
     }
-    err = ftrabit_know_every_member(MPI_COMM_WORLD);
-    if (MPI_SUCCESS == err) {
-        err = ftrabit_host_key(&standby.my_host);
-    }
+    err = ftrabit_host_key(&standby.my_host);
     if (MPI_SUCCESS == err) {
         err = MPI_Allgather(&standby.my_host, 1, MPI_INT, hosts, 1, MPI_INT, MPI_COMM_WORLD);
     }
