@@ -511,7 +511,14 @@ replacement_held_up() { # kill|stall NP [MPIRUN OPTIONS...]
     ! grep -aq "^timeout: sending signal" "$log" \
         && grep -aq "replacement 1 \(killing itself\|sleeping 14 s\) before it joins" "$log" \
         && { [ "$mode" = kill ] || grep -aq "did not answer within coll_ftrabit_join_timeout" "$log"; } \
-        && [ "$(grep -ac "final fingerprint $want on $np ranks" "$log")" -eq "$np" ]
+        && [ "$(grep -ac "final fingerprint $want on $np ranks" "$log")" -eq "$np" ] \
+        && no_abort_notice "$log"
+}
+# no_abort_notice LOG: under ULFM no notice said the job would abort when a dead process
+# could not be reached (Open MPI patch 0014; before it every kill run printed "Your MPI
+# job is now going to abort", and the job went on).
+no_abort_notice() {
+    ! grep -aq "going to abort" "$1" || { echo "a notice said the job would abort"; return 1; }
 }
 check ft/replacement-dies-before-joining/np4 replacement_held_up kill 4
 check ft/replacement-dies-before-joining/np8 replacement_held_up kill 8
