@@ -87,8 +87,9 @@ static int iteration_ok(MPI_Comm comm)
 
 /* The --ring iteration: a token exchanged with both ring neighbours of COMM (the rank
  * before and the rank after), each checked. On an error the rank revokes COMM, so that the
- * ranks whose neighbours live learn of the failure too (their exchange fails as revoked),
- * and every rank then agrees. Returns 1 if every rank's exchange went right. */
+ * ranks whose neighbours live learn of the failure too (their next exchange fails as
+ * revoked), and joins the agreement the others join the same way. Returns 1 if this
+ * rank's exchange went right, 0 once it has revoked and agreed. */
 static int ring_iteration_ok(MPI_Comm comm)
 {
     int rank, size, left, right, from_left = -1, from_right = -1, rc, flag;
