@@ -570,3 +570,10 @@ done
 # A revoke received while a communicator's context id is being allocated (Open MPI patch
 # 0007 skips the slot the allocation reserved; docs/ompi-patches.md).
 mpi ft/revoke-during-dup 2 pass test/mpi/ft_revoke_during_dup --with-ft ulfm -- 20
+# A process whose TCP peer died is not killed by SIGPIPE when it writes to it again (Open
+# MPI patch 0015). A plain ULFM program with SIGPIPE at its default: coll/ftrabit, which
+# would ignore the signal, is left out.
+for bytes in 4096 1048576; do
+    mpi "ft/tcp-peer-killed-no-sigpipe/$bytes" 4 pass test/mpi/ft_tcp_peer_killed --with-ft ulfm \
+        --mca coll ^ftrabit --mca btl tcp,self -- "$bytes" 3
+done

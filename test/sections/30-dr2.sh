@@ -178,6 +178,10 @@ mpi dr2/revoke-ssend 2 pass test/mpi/dr2_revoke "${DR2[@]}" "${FT[@]}" -- ssend
 # A revoke received while a communicator's context id is being allocated (the ob1 case is
 # ft/revoke-during-dup; docs/ompi-patches.md, 0007).
 mpi dr2/revoke-during-dup 2 pass test/mpi/ft_revoke_during_dup "${DR2[@]}" "${FT[@]}" -- 20
+# A process whose TCP peer died is not killed by SIGPIPE when dr2 writes to it again (the
+# ob1 case is ft/tcp-peer-killed-no-sigpipe; Open MPI patch 0015).
+mpi dr2/tcp-peer-killed-no-sigpipe 4 pass test/mpi/ft_tcp_peer_killed --mca pml dr2 "${FT[@]}" \
+    --mca coll ^ftrabit --mca btl tcp,self -- 4096 3
 # Revoke, shrink and agree in a loop with traffic in flight (dr2_ulfm_loop, in the spirit of
 # ulfm-testing's api/revoke and api/revshrink), 100 iterations without a hang; the same
 # program over ob1 shows that what it checks is what ULFM promises.

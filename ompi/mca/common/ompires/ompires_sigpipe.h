@@ -8,6 +8,8 @@
  * btl/tcp asks for SO_NOSIGPIPE, but that socket option exists on BSD and macOS only.
  * Ignoring SIGPIPE turns such a write into an EPIPE error, which ULFM reports as the peer's
  * failure. An application's own SIGPIPE handler, or an explicit SIG_IGN, is left alone.
+ * Open MPI patch 0015 (docs/ompi-patches.md) makes btl/tcp write with MSG_NOSIGNAL; this
+ * stays for an Open MPI without it.
  *
  * Header only: used by coll/ftrabit (component) and by libftrabit (plain MPI).
  */
