@@ -1,19 +1,19 @@
 /*
- * ompi-resilience: a process whose TCP peer is killed while it streams data to it gets
+ * ompi-resilience: a process that sends to a TCP peer that was just killed gets
  * MPIX_ERR_PROC_FAILED and goes on; it is not killed by SIGPIPE.
  *
  * Plain MPI plus the ULFM extension (mpi-ext.h, MPIX_*), no ompi-resilience component, and
  * SIGPIPE left at its default action, as in any program that does not think of it. Run with
  * `mpirun --with-ft ulfm --mca btl tcp,self` (any number of processes >= 2).
  *
- * Rank 0 streams messages of BYTES to rank 1 with several sends in flight; rank 1 posts
- * receives and, once it has received a few, kills itself with SIGKILL in the middle of the
- * stream, with data still in its socket. The kernel answers rank 0's next segments with a
- * reset, and btl/tcp's next write on that connection fails with EPIPE. Open MPI 5.0.7's
- * btl/tcp writes with writev() and suppresses SIGPIPE only where SO_NOSIGPIPE exists (not
- * on Linux), so that write raised SIGPIPE and killed rank 0: a second process lost to the
- * first one's failure. Open MPI patch 0015 sends with MSG_NOSIGNAL
- * (docs/ompi-patches.md). The other ranks (np > 2) idle in a barrier that fails.
+ * Rank 1 receives a few messages of BYTES, all that rank 0 sent so far (MPI_Ssend), and
+ * kills itself with SIGKILL; its socket is empty, so its kernel closes it with a FIN. Rank
+ * 0 then streams more messages to it with several sends in flight: the first write on the
+ * half-closed connection succeeds and draws a reset, the next fails with EPIPE. Open MPI
+ * 5.0.7's btl/tcp writes with writev() and suppresses SIGPIPE only where SO_NOSIGPIPE
+ * exists (not on Linux), so that write raised SIGPIPE and killed rank 0: a second process
+ * lost to the first one's failure. Open MPI patch 0015 sends with MSG_NOSIGNAL
+ * (docs/ompi-patches.md). The other ranks (np > 2) wait in a barrier that fails.
  *
  * Afterwards the survivors revoke, shrink and agree, check an allreduce over the shrunk
  * communicator and end with MPI_Finalize.
