@@ -177,7 +177,8 @@ static int dr2_register(void)
              "loopback), crc32c (on every BTL: each fragment's payload is checked while it is "
              "copied, a corrupt one is NACKed and resent) or none (nowhere: payload corruption "
              "goes undetected). The sender's choice travels in each header, so processes may "
-             "differ. Headers are always checked, whatever this says",
+             "differ. Headers are always checked, whatever this says, and a message of up to "
+             "256 bytes travels in a header whose checksum covers its payload too",
              checksum_values, OPAL_INFO_LVL_5, &m->checksum);
 
     m->crc32c_impl = PML_DR2_CRC32C_AUTO;

@@ -21,6 +21,9 @@
 /* An EAGER segment is built whole in a stack buffer (txmsg_send_eager_now). */
 _Static_assert(PML_DR2_HDR_EAGER_LEN + MCA_PML_DR2_EAGER_HDR_MAX <= MCA_PML_DR2_SMALL_SEGMENT_MAX,
                "an EAGER header and its largest payload must fit a small segment");
+/* A TINY checks its payload with its header, on every path (mca_pml_dr2_txmsg_send_tiny). */
+_Static_assert(MCA_PML_DR2_TINY_SEND_MAX <= MCA_PML_DR2_SMALL_CHECKED_MAX,
+               "a TINY is a small message whose payload may be checked on any path");
 
 static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
 {
@@ -469,8 +472,9 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     size_t seg_len;
     int rc, path;
 
-    /* txmsg_send_single's and mca_pml_dr2_txmsg_is_eager's conditions, for this message */
-    if (!peer->tx_crc || !peer->tx_tiny || len > frag_len
+    /* txmsg_send_single's and mca_pml_dr2_txmsg_is_eager's conditions, for this message
+     * (no larger than MCA_PML_DR2_TINY_SEND_MAX, below MCA_PML_DR2_SMALL_CHECKED_MAX) */
+    if (!peer->tx_tiny || len > frag_len
         || !peer_takes_single_now(peer)) {
         return false;
     }

@@ -135,13 +135,14 @@ void mca_pml_dr2_txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error);
 void mca_pml_dr2_txmsg_schedule_blocked(mca_pml_dr2_peer_t *peer);
 
 /* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
- * over header and payload, and the first ACK we owe the peer inside the header. Not with
- * a path without payload checksums (pml_dr2_checksum): EAGER's checksum always covers the
- * payload. */
+ * over header and payload, and the first ACK we owe the peer inside the header. On a path
+ * without payload checksums (pml_dr2_checksum) only up to MCA_PML_DR2_SMALL_CHECKED_MAX:
+ * EAGER's checksum always covers the payload. */
 static inline bool mca_pml_dr2_txmsg_is_eager(const mca_pml_dr2_txmsg_t *msg)
 {
     return !msg->rndv && msg->msg_len <= msg->frag_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
-           && 0 == msg->match_flags && msg->peer->tx_crc;
+           && 0 == msg->match_flags
+           && (msg->peer->tx_crc || msg->msg_len <= MCA_PML_DR2_SMALL_CHECKED_MAX);
 }
 
 /* Fragment `index` of vfrag v (header, payload, piggybacked ACKs) to the BTL of its path. */
