@@ -579,6 +579,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     m->next_keepalive_us = 0;
     m->peers_with_work = 0;
     m->work_list = NULL;
+    m->work_due_pass = 0;
     memset(&m->counters, 0, sizeof(m->counters));
     mca_pml_dr2_inject_seed(m->inject_seed, OMPI_PROC_MY_NAME->vpid);
     initialized = true;

@@ -554,6 +554,7 @@ void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t
             a->flags |= flags;
             a->path = (uint8_t) peer->rx_path; /* the latest path that delivered */
             peer->acks_lazy = false;
+            mca_pml_dr2_peer_set_work(peer); /* it waits less now */
             return;
         }
     }
