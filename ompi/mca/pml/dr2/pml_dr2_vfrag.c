@@ -380,7 +380,7 @@ static void vfrag_sent_whole(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
 {
     v->pending = 0;
     v->sent = 1;
-    vfrag_rearm(peer, v);
+    vfrag_arm_sent(peer, v);
 }
 
 /* After the first transmission of a message of one fragment: in flight if it went (the
