@@ -43,9 +43,12 @@ typedef struct mca_pml_dr2_peer_t {
     size_t eager_limit_min;/* the smallest eager limit of its BTLs: a segment sent eagerly
                             * must fit any path, it may be resent on another */
     size_t max_send_min;   /* the same for the largest send */
+    uint32_t max_payload;  /* mca_pml_dr2_peer_max_payload, fixed once the paths are set up */
 
     /* ---- sending ---- */
-    bool tx_crc;               /* payloads we send it carry a CRC32C (pml_dr2_checksum_on_btl) */
+    bool tx_crc;               /* payloads we send it carry a CRC32C (pml_dr2_checksum_on_btl);
+                                * those of small messages always do (TINY, EAGER:
+                                * MCA_PML_DR2_SMALL_CHECKED_MAX) */
     bool tx_tiny;              /* small messages may go as TINY (no path crosses a wire:
                                 * peer_choose_checksum) */
     uint32_t tx_next_id;       /* next vfrag id */
@@ -296,8 +299,11 @@ static inline void mca_pml_dr2_peer_heard(mca_pml_dr2_peer_t *peer, int index)
  * done. */
 int mca_pml_dr2_watchdog_check(uint64_t now_us);
 
-/* Largest fragment payload towards this peer (fits every path). */
-uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer);
+/* Largest fragment payload towards this peer (fits every path): read on every send. */
+static inline uint32_t mca_pml_dr2_peer_max_payload(const mca_pml_dr2_peer_t *peer)
+{
+    return peer->max_payload;
+}
 
 /* Largest message sent eagerly to this peer: pml_dr2_eager_limit, or when that is 0, the
  * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the smallest eager limit of the peer's BTLs. */

@@ -384,13 +384,16 @@ static void vfrag_sent_whole(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
 }
 
 /* After the first transmission of a message of one fragment: in flight if it went (the
- * ACKs it carried may have been all the peer's work), otherwise pending, for peer_push
- * (from progress), as any other fragment. */
-static void vfrag_first_send_done(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int rc)
+ * ACKs it carried, `with_acks`, may have been all the peer's work; a TINY carries none),
+ * otherwise pending, for peer_push (from progress), as any other fragment. */
+static void vfrag_first_send_done(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int rc,
+                                  bool with_acks)
 {
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
         vfrag_sent_whole(peer, v);
-        mca_pml_dr2_peer_set_work(peer);
+        if (with_acks) {
+            mca_pml_dr2_peer_set_work(peer);
+        }
         return;
     }
     vfrag_count_pending(peer);
@@ -433,7 +436,7 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
             mca_pml_dr2_peer_acks_sent(peer, acks);
         }
     }
-    vfrag_first_send_done(peer, v, rc);
+    vfrag_first_send_done(peer, v, rc, acks > 0);
 }
 
 /* The common small message: an eager message of one fragment, with nothing of the peer
@@ -458,7 +461,8 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
     }
     vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len,
                 mca_pml_dr2_path_pick(peer, msg->msg_len + PML_DR2_HDR_MAX_LEN));
-    vfrag_first_send_done(peer, v, mca_pml_dr2_txfrag_send(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW));
+    vfrag_first_send_done(peer, v, mca_pml_dr2_txfrag_send(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW),
+                          true);
     return true;
 }
 
@@ -515,7 +519,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
         mca_pml_dr2.counters.frags_sent++;
         mca_pml_dr2.path_counters.frags_sent[path]++;
     }
-    vfrag_first_send_done(peer, v, rc);
+    vfrag_first_send_done(peer, v, rc, false);
     return true;
 }
 
