@@ -77,7 +77,9 @@ static const hdr_type_info_t type_info[] = {
                                                   | PML_DR2_HDR_FLAG_PROBE
                                                   | PML_DR2_HDR_FLAG_PROBE_REPLY},
     [PML_DR2_HDR_NACK] = {PML_DR2_HDR_ACK_LEN, 0},
-    [PML_DR2_HDR_EAGER] = {PML_DR2_HDR_EAGER_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_MATCHED},
+    /* not NO_DATA_CRC: EAGER's one checksum always covers its payload (pml_dr2_hdr.h) */
+    [PML_DR2_HDR_EAGER] = {PML_DR2_HDR_EAGER_LEN,
+                           (DATA_FLAGS & ~PML_DR2_HDR_FLAG_NO_DATA_CRC) | PML_DR2_HDR_FLAG_MATCHED},
 };
 
 /* An ACK is an acknowledgement (its own flags), a probe or a probe's answer: a probe flag
