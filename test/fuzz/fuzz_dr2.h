@@ -206,11 +206,13 @@ static inline uint8_t ref_allowed_flags(int type)
     switch (type) {
     case PML_DR2_HDR_MATCH:
     case PML_DR2_HDR_RNDV:
-        return PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW | PML_DR2_HDR_FLAG_SYNC;
+        return PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW | PML_DR2_HDR_FLAG_SYNC
+               | PML_DR2_HDR_FLAG_NO_DATA_CRC;
     case PML_DR2_HDR_FRAG:
-        return PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW;
+        return PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW | PML_DR2_HDR_FLAG_NO_DATA_CRC;
     case PML_DR2_HDR_ACK:
-        return PML_DR2_HDR_FLAG_MATCHED;
+        return PML_DR2_HDR_FLAG_MATCHED | PML_DR2_HDR_FLAG_REVOKED | PML_DR2_HDR_FLAG_PROBE
+               | PML_DR2_HDR_FLAG_PROBE_REPLY;
     case PML_DR2_HDR_EAGER:
         return PML_DR2_HDR_FLAG_RETRANSMIT | PML_DR2_HDR_FLAG_ACK_NOW | PML_DR2_HDR_FLAG_MATCHED;
     default:
@@ -241,7 +243,11 @@ static inline int ref_fields_valid(const pml_dr2_hdr_t *h, uint8_t reserved, uin
                && 1 == h->match.frag_count && h->match.msg_len == h->frag_len
                && (0 != h->piggy_ack.mask
                    || (0 == h->piggy_ack.vfrag && 0 == (h->flags & PML_DR2_HDR_FLAG_MATCHED)));
-    default:
+    default: /* ACK, NACK: a probe flag (PROBE, PROBE_REPLY) comes alone */
+        if ((h->flags & (PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY))
+            && h->flags != PML_DR2_HDR_FLAG_PROBE && h->flags != PML_DR2_HDR_FLAG_PROBE_REPLY) {
+            return 0;
+        }
         return 0 != h->ack.mask;
     }
 }

@@ -11,7 +11,15 @@
  * hosts (docs/bench/dr2-cluster-analysis.md). The count depends on the protocol, not on
  * time: a lazy ACK waits a number of progress calls, not microseconds.
  *
+ * With the argument "corrupt", run under injected corruption on any BTL: the ACKs are not
+ * counted; instead every byte must still arrive intact and the receivers must have dropped
+ * corrupt headers. Messages of up to 256 bytes travel as TINY or EAGER, whose one checksum
+ * covers the payload, so this holds on sm under pml_dr2_checksum auto too (which leaves
+ * larger payloads unchecked there).
+ *
  *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_ack_ride
+ *   mpirun -np 2 --mca pml dr2 --mca btl sm,self --mca pml_dr2_inject_corrupt 0.02 \
+ *          dr2_ack_ride corrupt
  */
 #include <stdint.h>
 #include <string.h>
@@ -36,6 +44,34 @@ static void fill(unsigned char *buf, int len, int n)
     }
 }
 
+/* A handle on the dr2 counter `name` (one value per process); Open MPI counts from the
+ * handle's allocation. */
+static int counter_open(MPI_T_pvar_session session, const char *name, MPI_T_pvar_handle *handle)
+{
+    int index, count = 0;
+
+    if (MPI_SUCCESS != MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index)
+        || MPI_SUCCESS != MPI_T_pvar_handle_alloc(session, index, NULL, handle, &count)
+        || 1 != count) {
+        MT_CHECK(0, "no MPI_T counter %s", name);
+        return 0;
+    }
+    return 1;
+}
+
+/* The job-wide sum of a counter opened with counter_open (0 where it was not). */
+static unsigned long counter_sum(MPI_T_pvar_session session, MPI_T_pvar_handle *handle, int open)
+{
+    unsigned long mine = 0, sum = 0;
+
+    if (open) {
+        MPI_T_pvar_read(session, *handle, &mine);
+        MPI_T_pvar_handle_free(session, handle);
+    }
+    MPI_Allreduce(&mine, &sum, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return sum;
+}
+
 static void check(const unsigned char *buf, int len, int n)
 {
     for (int i = 0; i < len; i++) {
@@ -49,12 +85,13 @@ static void check(const unsigned char *buf, int len, int n)
 int main(int argc, char **argv)
 {
     MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
+    MPI_T_pvar_handle handle, dropped_handle;
     unsigned long acks[NPATHS] = {0}, total = 0;
     unsigned char out[64], in[64];
-    int provided, index, count = 0, peer;
+    int provided, index, count = 0, peer, corrupt, dropped_open = 0;
 
     mt_init(&argc, &argv, "dr2_ack_ride");
+    corrupt = argc > 1 && 0 == strcmp(argv[1], "corrupt");
     if (2 != mt_size) {
         MT_CHECK(0, "usage: mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_ack_ride");
         return mt_finish();
@@ -70,6 +107,9 @@ int main(int argc, char **argv)
         return mt_finish();
     }
     MPI_T_pvar_start(session, handle);
+    if (corrupt) {
+        dropped_open = counter_open(session, "pml_dr2_hdr_crc_errors", &dropped_handle);
+    }
     for (int n = 0; n < ROUND_TRIPS; n++) {
         int len = sizes[n % NSIZES];
 
@@ -86,16 +126,25 @@ int main(int argc, char **argv)
     MPI_T_pvar_read(session, handle, acks);
     MPI_T_pvar_stop(session, handle);
     MPI_T_pvar_handle_free(session, &handle);
-    MPI_T_pvar_session_free(&session);
     for (int i = 0; i < NPATHS; i++) {
         total += acks[i];
     }
     printf("dr2_ack_ride: rank %d: %lu ACK segments sent for %d messages received\n", mt_rank,
            total, ROUND_TRIPS);
+    if (corrupt) {
+        unsigned long dropped = counter_sum(session, &dropped_handle, dropped_open);
+        if (0 == mt_rank) {
+            printf("dr2_ack_ride: %lu corrupt segments dropped\n", dropped);
+        }
+        MT_CHECK(dropped > 0, "no corrupt segment was dropped: was corruption injected?");
+        MPI_T_pvar_session_free(&session);
+        return mt_finish();
+    }
     /* a few go alone (the last message's, ACKs after a resend); one per message would be
      * every ACK alone */
     MT_CHECK(total <= ROUND_TRIPS / 10,
              "%lu ACK segments of their own for %d small messages: the ACKs did not ride on "
              "the replies", total, ROUND_TRIPS);
+    MPI_T_pvar_session_free(&session);
     return mt_finish();
 }

@@ -31,6 +31,10 @@ mpi dr2/eager-limit-tcp-128k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 131072
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
 # of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
 mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"
+# Small messages (up to 256 B) are checked whole on sm too, under pml_dr2_checksum auto: a
+# ping-pong of 8-64 B under injected corruption arrives intact, corrupt segments dropped.
+mpi dr2/small-checked-sm-auto 2 pass test/mpi/dr2_ack_ride "${DR2[@]}" --mca btl sm,self \
+    --mca pml_dr2_inject_corrupt 0.02 -- corrupt
 mpi dr2/eager-limit-set-sm-64k 2 pass test/mpi/dr2_eager "${DR2[@]}" --mca pml_dr2_eager_limit 65536 \
     -- 65536 eager
 mpi dr2/eager-limit-set-tcp-8k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" --mca pml_dr2_eager_limit 8192 \

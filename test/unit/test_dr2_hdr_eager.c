@@ -163,6 +163,8 @@ static void eager_truncation_and_malformed_fields(void)
     CHECK(decode_eager_mutated(&w, 12, 0xFFFFFFFF, 4, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RANK);
     CHECK(decode_eager_mutated(&w, 1, PML_DR2_HDR_FLAG_SYNC, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_FLAGS);
+    CHECK(decode_eager_mutated(&w, 1, PML_DR2_HDR_FLAG_NO_DATA_CRC, 1, MAX_PAYLOAD)
+          == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_eager_mutated(&w, 3, 20, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
     /* MATCHED only flags an ACK that is there; no ACK vfrag without a mask */
     CHECK(decode_eager_mutated(&plain, 1, PML_DR2_HDR_FLAG_MATCHED, 1, MAX_PAYLOAD)
@@ -191,6 +193,10 @@ static void eager_encode_refuses_invalid_headers(void)
     CHECK(pml_dr2_hdr_pack(&h, buf, sizeof(buf), "x", 1) == 0);
     h = sample_eager(1);
     h.flags |= PML_DR2_HDR_FLAG_SYNC;
+    CHECK(pml_dr2_hdr_pack(&h, buf, sizeof(buf), "x", 1) == 0);
+    /* its one checksum always covers the payload: no NO_DATA_CRC */
+    h = sample_eager(1);
+    h.flags |= PML_DR2_HDR_FLAG_NO_DATA_CRC;
     CHECK(pml_dr2_hdr_pack(&h, buf, sizeof(buf), "x", 1) == 0);
     h = sample_eager(1);
     CHECK(pml_dr2_hdr_pack(&h, buf, 44, "x", 1) == 0); /* no room for the payload */

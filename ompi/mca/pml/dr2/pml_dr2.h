@@ -176,6 +176,12 @@ typedef struct mca_pml_dr2_t {
     /* those peers, linked through peer->work_next: progress visits only them, not every
      * peer of the job */
     struct mca_pml_dr2_peer_t *work_list;
+    /* No peer's work is due before this progress pass (mca_pml_dr2_peer_work_due): progress
+     * skips the work list until then. In a ping-pong a peer always has work, ACKs waiting
+     * some passes for a reply to ride on, so without it every poll of a waiting process
+     * walked the list, under the lock, to find nothing due. Only ever lowered outside
+     * progress (mca_pml_dr2_peer_set_work), recomputed by the pass that walks the list. */
+    uint64_t work_due_pass;
     opal_free_list_t send_requests;
     opal_free_list_t recv_requests;
     /* MPI_Recv's request, kept between calls without MPI_THREAD_MULTIPLE (mca_pml_dr2_recv) */

@@ -177,7 +177,8 @@ static int dr2_register(void)
              "loopback), crc32c (on every BTL: each fragment's payload is checked while it is "
              "copied, a corrupt one is NACKed and resent) or none (nowhere: payload corruption "
              "goes undetected). The sender's choice travels in each header, so processes may "
-             "differ. Headers are always checked, whatever this says",
+             "differ. Headers are always checked, whatever this says, and a message of up to "
+             "256 bytes travels in a header whose checksum covers its payload too",
              checksum_values, OPAL_INFO_LVL_5, &m->checksum);
 
     m->crc32c_impl = PML_DR2_CRC32C_AUTO;
@@ -578,6 +579,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     m->next_keepalive_us = 0;
     m->peers_with_work = 0;
     m->work_list = NULL;
+    m->work_due_pass = 0;
     memset(&m->counters, 0, sizeof(m->counters));
     mca_pml_dr2_inject_seed(m->inject_seed, OMPI_PROC_MY_NAME->vpid);
     initialized = true;

@@ -77,7 +77,9 @@ static const hdr_type_info_t type_info[] = {
                                                   | PML_DR2_HDR_FLAG_PROBE
                                                   | PML_DR2_HDR_FLAG_PROBE_REPLY},
     [PML_DR2_HDR_NACK] = {PML_DR2_HDR_ACK_LEN, 0},
-    [PML_DR2_HDR_EAGER] = {PML_DR2_HDR_EAGER_LEN, DATA_FLAGS | PML_DR2_HDR_FLAG_MATCHED},
+    /* not NO_DATA_CRC: EAGER's one checksum always covers its payload (pml_dr2_hdr.h) */
+    [PML_DR2_HDR_EAGER] = {PML_DR2_HDR_EAGER_LEN,
+                           (DATA_FLAGS & ~PML_DR2_HDR_FLAG_NO_DATA_CRC) | PML_DR2_HDR_FLAG_MATCHED},
 };
 
 /* An ACK is an acknowledgement (its own flags), a probe or a probe's answer: a probe flag
@@ -597,6 +599,34 @@ static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_OK;
 }
 
+/* ACK and NACK, the headers that travel alone (over sm, one per small message: a TINY has
+ * no room for it), decoded in one pass: the checks, and their order, of decode_common,
+ * decode_body and check_fields, without looking the type up twice. */
+static pml_dr2_hdr_status_t decode_ack(const unsigned char *p, size_t buf_len, pml_dr2_hdr_t *hdr)
+{
+    uint8_t type = p[OFF_TYPE], flags = p[OFF_FLAGS];
+
+    if (p[OFF_HDR_LEN] != PML_DR2_HDR_ACK_LEN) {
+        return PML_DR2_HDR_ERR_HDR_LEN;
+    }
+    if (buf_len < PML_DR2_HDR_ACK_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (get_u32(p + OFF_HDR_CRC) != header_crc(p, PML_DR2_HDR_ACK_LEN)) {
+        return PML_DR2_HDR_ERR_HDR_CRC;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = type;
+    hdr->flags = flags;
+    hdr->hdr_len = PML_DR2_HDR_ACK_LEN;
+    hdr->ack.vfrag = get_u32(p + ACK_OFF_VFRAG);
+    hdr->ack.mask = get_u64(p + ACK_OFF_MASK);
+    if ((flags & ~type_info[type].flags) != 0 || !ack_flags_combine(flags)) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    return 0 == hdr->ack.mask ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
+}
+
 /* TINY: every byte after its 16 is its payload; the checksum covers all of them. */
 static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
                                         uint32_t max_payload, pml_dr2_hdr_t *hdr)
@@ -640,9 +670,13 @@ decode_with_common_header(const unsigned char *p, size_t buf_len, uint32_t max_p
 {
     pml_dr2_hdr_status_t status;
 
-    if (buf_len >= PML_DR2_HDR_COMMON_LEN && PML_DR2_HDR_EAGER == p[OFF_TYPE]
-        && PML_DR2_HDR_VERSION == p[OFF_VERSION]) {
-        return decode_eager(p, buf_len, max_payload, hdr);
+    if (buf_len >= PML_DR2_HDR_COMMON_LEN && PML_DR2_HDR_VERSION == p[OFF_VERSION]) {
+        if (PML_DR2_HDR_EAGER == p[OFF_TYPE]) {
+            return decode_eager(p, buf_len, max_payload, hdr);
+        }
+        if (PML_DR2_HDR_ACK == p[OFF_TYPE] || PML_DR2_HDR_NACK == p[OFF_TYPE]) {
+            return decode_ack(p, buf_len, hdr);
+        }
     }
     if ((status = decode_common(p, buf_len, hdr)) != PML_DR2_HDR_OK
         || (status = decode_body(p, hdr)) != PML_DR2_HDR_OK

@@ -27,6 +27,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->rx_path = 0;
     peer->eager_limit_min = 0;
     peer->max_send_min = 0;
+    peer->max_payload = 1;
     peer->tx_crc = true;
     peer->tx_tiny = true;
     peer->tx_next_id = 0;
@@ -118,6 +119,22 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
     }
 }
 
+/* pml_dr2_frag_size, capped by the smallest largest send of the peer's paths less our
+ * header. */
+static uint32_t peer_compute_max_payload(const mca_pml_dr2_peer_t *peer)
+{
+    size_t max = peer->max_send_min;
+    size_t payload = mca_pml_dr2.frag_size;
+
+    if (max > PML_DR2_HDR_MAX_LEN && max - PML_DR2_HDR_MAX_LEN < payload) {
+        payload = max - PML_DR2_HDR_MAX_LEN;
+    }
+    if (payload > UINT32_MAX) {
+        payload = UINT32_MAX;
+    }
+    return payload > 0 ? (uint32_t) payload : 1;
+}
+
 mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
 {
     mca_pml_dr2_peer_t *peer = NULL;
@@ -144,6 +161,7 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
     peer->proc = proc;
     peer->bml_endpoint = ep;
     mca_pml_dr2_paths_init(peer);
+    peer->max_payload = peer_compute_max_payload(peer);
     peer_choose_checksum(peer);
     opal_list_append(&mca_pml_dr2.peers, &peer->super);
     (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
@@ -230,20 +248,6 @@ void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work)
 }
 
 /* ---- sending on a path ------------------------------------------------------------ */
-
-uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer)
-{
-    size_t max = peer->max_send_min;
-    size_t payload = mca_pml_dr2.frag_size;
-
-    if (max > PML_DR2_HDR_MAX_LEN && max - PML_DR2_HDR_MAX_LEN < payload) {
-        payload = max - PML_DR2_HDR_MAX_LEN;
-    }
-    if (payload > UINT32_MAX) {
-        payload = UINT32_MAX;
-    }
-    return payload > 0 ? (uint32_t) payload : 1;
-}
 
 size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer)
 {
@@ -554,6 +558,7 @@ void mca_pml_dr2_peer_queue_ack(mca_pml_dr2_peer_t *peer, uint8_t type, uint32_t
             a->flags |= flags;
             a->path = (uint8_t) peer->rx_path; /* the latest path that delivered */
             peer->acks_lazy = false;
+            mca_pml_dr2_peer_set_work(peer); /* it waits less now */
             return;
         }
     }

@@ -43,9 +43,12 @@ typedef struct mca_pml_dr2_peer_t {
     size_t eager_limit_min;/* the smallest eager limit of its BTLs: a segment sent eagerly
                             * must fit any path, it may be resent on another */
     size_t max_send_min;   /* the same for the largest send */
+    uint32_t max_payload;  /* mca_pml_dr2_peer_max_payload, fixed once the paths are set up */
 
     /* ---- sending ---- */
-    bool tx_crc;               /* payloads we send it carry a CRC32C (pml_dr2_checksum_on_btl) */
+    bool tx_crc;               /* payloads we send it carry a CRC32C (pml_dr2_checksum_on_btl);
+                                * those of small messages always do (TINY, EAGER:
+                                * MCA_PML_DR2_SMALL_CHECKED_MAX) */
     bool tx_tiny;              /* small messages may go as TINY (no path crosses a wire:
                                 * peer_choose_checksum) */
     uint32_t tx_next_id;       /* next vfrag id */
@@ -134,6 +137,31 @@ void mca_pml_dr2_vfrag_ack_deferred(mca_pml_dr2_peer_t *peer);
 /* Put the peer on, or take it off, the progress loop's list of peers with work. */
 void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work);
 
+/* Progress calls the peer's pending ACKs may still wait for a segment to ride on. */
+static inline uint64_t mca_pml_dr2_peer_ack_wait(const mca_pml_dr2_peer_t *peer)
+{
+    return peer->acks_lazy ? MCA_PML_DR2_LAZY_ACK_WAIT_PASSES : MCA_PML_DR2_ACK_WAIT_PASSES;
+}
+
+/* The first progress pass at which progress has something to do for the peer: fragments
+ * to push at once; its deferred ACKs one full pass after the oldest arrived
+ * (mca_pml_dr2_peer_defer_ack); its queued ACKs when they have waited long enough. */
+static inline uint64_t mca_pml_dr2_peer_work_due(const mca_pml_dr2_peer_t *peer)
+{
+    uint64_t due = UINT64_MAX;
+
+    if (peer->tx_pending > 0) {
+        return 0;
+    }
+    if (peer->nacks_in > 0) {
+        due = peer->acks_in_since + 2;
+    }
+    if (peer->nacks > 0 && peer->acks_since + mca_pml_dr2_peer_ack_wait(peer) < due) {
+        due = peer->acks_since + mca_pml_dr2_peer_ack_wait(peer);
+    }
+    return due;
+}
+
 /* Mark/unmark the peer as having work for the progress loop. Called after every change of
  * its ACK queue or pending fragments: inline, since the state rarely changes. */
 static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
@@ -142,6 +170,12 @@ static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
 
     if (work != peer->has_work) {
         mca_pml_dr2_peer_work_changed(peer, work);
+    }
+    if (work) {
+        uint64_t due = mca_pml_dr2_peer_work_due(peer);
+        if (due < mca_pml_dr2.work_due_pass) {
+            mca_pml_dr2.work_due_pass = due;
+        }
     }
 }
 
@@ -178,12 +212,6 @@ static inline void mca_pml_dr2_peer_queue_lazy_ack(mca_pml_dr2_peer_t *peer, uin
         return;
     }
     mca_pml_dr2_peer_append_ack(peer, PML_DR2_HDR_ACK, vfrag, 1, 0, true);
-}
-
-/* Progress calls the peer's pending ACKs may still wait for a segment to ride on. */
-static inline uint64_t mca_pml_dr2_peer_ack_wait(const mca_pml_dr2_peer_t *peer)
-{
-    return peer->acks_lazy ? MCA_PML_DR2_LAZY_ACK_WAIT_PASSES : MCA_PML_DR2_ACK_WAIT_PASSES;
 }
 
 /* An ACK (without the MATCHED flag) that arrived inside an EAGER header or alone: handled
@@ -271,8 +299,11 @@ static inline void mca_pml_dr2_peer_heard(mca_pml_dr2_peer_t *peer, int index)
  * done. */
 int mca_pml_dr2_watchdog_check(uint64_t now_us);
 
-/* Largest fragment payload towards this peer (fits every path). */
-uint32_t mca_pml_dr2_peer_max_payload(mca_pml_dr2_peer_t *peer);
+/* Largest fragment payload towards this peer (fits every path): read on every send. */
+static inline uint32_t mca_pml_dr2_peer_max_payload(const mca_pml_dr2_peer_t *peer)
+{
+    return peer->max_payload;
+}
 
 /* Largest message sent eagerly to this peer: pml_dr2_eager_limit, or when that is 0, the
  * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the smallest eager limit of the peer's BTLs. */

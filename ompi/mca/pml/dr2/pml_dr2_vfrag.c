@@ -21,6 +21,9 @@
 /* An EAGER segment is built whole in a stack buffer (txmsg_send_eager_now). */
 _Static_assert(PML_DR2_HDR_EAGER_LEN + MCA_PML_DR2_EAGER_HDR_MAX <= MCA_PML_DR2_SMALL_SEGMENT_MAX,
                "an EAGER header and its largest payload must fit a small segment");
+/* A TINY checks its payload with its header, on every path (mca_pml_dr2_txmsg_send_tiny). */
+_Static_assert(MCA_PML_DR2_TINY_SEND_MAX <= MCA_PML_DR2_SMALL_CHECKED_MAX,
+               "a TINY is a small message whose payload may be checked on any path");
 
 static void txmsg_construct(mca_pml_dr2_txmsg_t *msg)
 {
@@ -377,17 +380,20 @@ static void vfrag_sent_whole(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
 {
     v->pending = 0;
     v->sent = 1;
-    vfrag_rearm(peer, v);
+    vfrag_arm_sent(peer, v);
 }
 
 /* After the first transmission of a message of one fragment: in flight if it went (the
- * ACKs it carried may have been all the peer's work), otherwise pending, for peer_push
- * (from progress), as any other fragment. */
-static void vfrag_first_send_done(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int rc)
+ * ACKs it carried, `with_acks`, may have been all the peer's work; a TINY carries none),
+ * otherwise pending, for peer_push (from progress), as any other fragment. */
+static void vfrag_first_send_done(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v, int rc,
+                                  bool with_acks)
 {
     if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
         vfrag_sent_whole(peer, v);
-        mca_pml_dr2_peer_set_work(peer);
+        if (with_acks) {
+            mca_pml_dr2_peer_set_work(peer);
+        }
         return;
     }
     vfrag_count_pending(peer);
@@ -430,7 +436,7 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
             mca_pml_dr2_peer_acks_sent(peer, acks);
         }
     }
-    vfrag_first_send_done(peer, v, rc);
+    vfrag_first_send_done(peer, v, rc, acks > 0);
 }
 
 /* The common small message: an eager message of one fragment, with nothing of the peer
@@ -455,7 +461,8 @@ static bool txmsg_send_single(mca_pml_dr2_txmsg_t *msg)
     }
     vfrag_start(v, msg, PML_DR2_HDR_MATCH, 0, msg->msg_len,
                 mca_pml_dr2_path_pick(peer, msg->msg_len + PML_DR2_HDR_MAX_LEN));
-    vfrag_first_send_done(peer, v, mca_pml_dr2_txfrag_send(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW));
+    vfrag_first_send_done(peer, v, mca_pml_dr2_txfrag_send(peer, v, 0, PML_DR2_HDR_FLAG_ACK_NOW),
+                          true);
     return true;
 }
 
@@ -469,8 +476,9 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     size_t seg_len;
     int rc, path;
 
-    /* txmsg_send_single's and mca_pml_dr2_txmsg_is_eager's conditions, for this message */
-    if (!peer->tx_crc || !peer->tx_tiny || len > frag_len
+    /* txmsg_send_single's and mca_pml_dr2_txmsg_is_eager's conditions, for this message
+     * (no larger than MCA_PML_DR2_TINY_SEND_MAX, below MCA_PML_DR2_SMALL_CHECKED_MAX) */
+    if (!peer->tx_tiny || len > frag_len
         || !peer_takes_single_now(peer)) {
         return false;
     }
@@ -511,7 +519,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
         mca_pml_dr2.counters.frags_sent++;
         mca_pml_dr2.path_counters.frags_sent[path]++;
     }
-    vfrag_first_send_done(peer, v, rc);
+    vfrag_first_send_done(peer, v, rc, false);
     return true;
 }
 

@@ -87,6 +87,31 @@ static inline uint64_t backoff_us(mca_pml_dr2_peer_t *peer, uint32_t retries)
     return path_backoff_us(peer, mca_pml_dr2_path_live(peer, 0), retries);
 }
 
+/* The vfrag's first transmission was just handed to the BTL: its ACK timer starts now,
+ * from a fresh clock reading, if the path's BTL has completed every descriptor of ours
+ * (the fragment went by the immediate send, which completes at once), as the next
+ * progress call would have armed it (vfrag_rearm), without that call's clock reading and
+ * walk of the peer's list; otherwise lazily. */
+static inline void vfrag_arm_sent(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
+{
+    mca_pml_dr2_path_t *path = &peer->paths[v->path];
+    uint64_t now;
+
+    if (OPAL_UNLIKELY(0 == v->deadline_us || 0 != v->retries)
+        || !mca_pml_dr2_path_locally_complete(path, path->tx_handed)) {
+        vfrag_rearm(peer, v);
+        return;
+    }
+    v->local_mark = path->tx_handed;
+    now = mca_pml_dr2.now_us = mca_pml_dr2_now_us();
+    if (0 == v->sent_at_us) {
+        v->sent_at_us = now; /* the RTT sample's start */
+    }
+    v->armed_at_us = now;
+    v->deadline_us = now + path_backoff_us(peer, v->path, 0);
+    arm_deadline(v->deadline_us);
+}
+
 /* What a vfrag weighs on its path: payload and headers. */
 static inline uint64_t vfrag_wire_bytes(const mca_pml_dr2_vfrag_t *v)
 {
@@ -135,13 +160,14 @@ void mca_pml_dr2_txmsg_finish(mca_pml_dr2_txmsg_t *msg, int error);
 void mca_pml_dr2_txmsg_schedule_blocked(mca_pml_dr2_peer_t *peer);
 
 /* A small message whose one fragment holds it whole goes as an EAGER header: one checksum
- * over header and payload, and the first ACK we owe the peer inside the header. Not with
- * a path without payload checksums (pml_dr2_checksum): EAGER's checksum always covers the
- * payload. */
+ * over header and payload, and the first ACK we owe the peer inside the header. On a path
+ * without payload checksums (pml_dr2_checksum) only up to MCA_PML_DR2_SMALL_CHECKED_MAX:
+ * EAGER's checksum always covers the payload. */
 static inline bool mca_pml_dr2_txmsg_is_eager(const mca_pml_dr2_txmsg_t *msg)
 {
     return !msg->rndv && msg->msg_len <= msg->frag_len && msg->msg_len <= MCA_PML_DR2_EAGER_HDR_MAX
-           && 0 == msg->match_flags && msg->peer->tx_crc;
+           && 0 == msg->match_flags
+           && (msg->peer->tx_crc || msg->msg_len <= MCA_PML_DR2_SMALL_CHECKED_MAX);
 }
 
 /* Fragment `index` of vfrag v (header, payload, piggybacked ACKs) to the BTL of its path. */
