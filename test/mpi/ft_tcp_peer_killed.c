@@ -28,6 +28,8 @@
 #include <mpi.h>
 #include <mpi-ext.h>
 
+#include "mpitest.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,20 +44,6 @@
 #define RECEIVED_BEFORE_DEATH 3
 /* rank 0 gives up streaming after this long without learning of the death */
 #define STREAM_LIMIT_S 60.0
-
-static const char *name = "ft_tcp_peer_killed";
-static int wrank, failures;
-
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            failures++;                                                                   \
-            printf("mpitest %s: rank %d: FAIL %s:%d: ", name, wrank, __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                                                          \
-            printf("\n");                                                                 \
-            fflush(stdout);                                                               \
-        }                                                                                 \
-    } while (0)
 
 static int error_class(int rc)
 {
@@ -112,8 +100,8 @@ static int stream_until_failure(MPI_Comm comm, int victim, char *buf, int bytes)
             if (MPI_SUCCESS == cls) cls = error_class(rc);
         }
     }
-    printf("mpitest %s: rank %d: streamed %d messages to rank %d, then error class %d\n", name,
-           wrank, sent, victim, cls);
+    printf("mpitest %s: rank %d: streamed %d messages to rank %d, then error class %d\n",
+           mt_name, mt_rank, sent, victim, cls);
     return cls;
 }
 
@@ -126,37 +114,35 @@ static int shrink_round(MPI_Comm *comm, int expected_size)
 
     MPIX_Comm_revoke(*comm);
     rc = MPIX_Comm_shrink(*comm, &shrunk);
-    CHECK(MPI_SUCCESS == rc, "shrink returned class %d", error_class(rc));
+    MT_CHECK(MPI_SUCCESS == rc, "shrink returned class %d", error_class(rc));
     if (MPI_SUCCESS != rc) return 0;
     MPI_Comm_free(comm);
     *comm = shrunk;
     MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
     rc = MPIX_Comm_agree(*comm, &flag);
-    CHECK(MPI_SUCCESS == rc && 1 == flag, "agree returned class %d, flag %d", error_class(rc),
+    MT_CHECK(MPI_SUCCESS == rc && 1 == flag, "agree returned class %d, flag %d", error_class(rc),
           flag);
     MPI_Comm_size(*comm, &size);
-    CHECK(size == expected_size, "shrunk communicator has %d ranks, expected %d", size,
+    MT_CHECK(size == expected_size, "shrunk communicator has %d ranks, expected %d", size,
           expected_size);
     return size == expected_size;
 }
 
 int main(int argc, char **argv)
 {
-    int wsize, bytes = argc > 1 ? atoi(argv[1]) : 1 << 20, rounds = argc > 2 ? atoi(argv[2]) : 1;
+    int bytes = argc > 1 ? atoi(argv[1]) : 1 << 20, rounds = argc > 2 ? atoi(argv[2]) : 1;
     MPI_Comm comm;
     char *buf;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    mt_init(&argc, &argv, "ft_tcp_peer_killed");
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (bytes < 1 || rounds < 1 || wsize < rounds + 1) {
-        if (0 == wrank) fprintf(stderr, "usage: %s [BYTES [ROUNDS]], np > ROUNDS\n", argv[0]);
+    if (bytes < 1 || rounds < 1 || mt_size < rounds + 1) {
+        if (0 == mt_rank) fprintf(stderr, "usage: %s [BYTES [ROUNDS]], np > ROUNDS\n", argv[0]);
         MPI_Finalize();
         return 2;
     }
     buf = malloc(bytes);
-    memset(buf, wrank, bytes);
+    memset(buf, mt_rank, bytes);
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Barrier(comm);
@@ -164,35 +150,35 @@ int main(int argc, char **argv)
     for (int victim = 1; victim <= rounds; victim++) {
         /* after each round the shrunk communicator has lost one rank, so the next victim,
          * world rank `victim`, is rank 1 of it */
-        if (wrank == victim) {
+        if (mt_rank == victim) {
             receive_then_die(comm, buf, bytes);
-        } else if (0 == wrank) {
+        } else if (0 == mt_rank) {
             int cls = stream_until_failure(comm, 1, buf, bytes);
-            CHECK(is_failure_class(cls), "the stream to dead rank %d ended with class %d",
+            MT_CHECK(is_failure_class(cls), "the stream to dead rank %d ended with class %d",
                   victim, cls);
         } else {
             int rc = MPI_Barrier(comm);
-            CHECK(is_failure_class(error_class(rc)), "barrier returned class %d",
+            MT_CHECK(is_failure_class(error_class(rc)), "barrier returned class %d",
                   error_class(rc));
         }
-        if (!shrink_round(&comm, wsize - victim)) break;
+        if (!shrink_round(&comm, mt_size - victim)) break;
     }
 
-    if (0 == failures) {
-        long in = 1 + wrank, out = 0, expect = 1;
-        for (int r = rounds + 1; r < wsize; r++) expect += 1 + r;
+    if (0 == mt_failures) {
+        long in = 1 + mt_rank, out = 0, expect = 1;
+        for (int r = rounds + 1; r < mt_size; r++) expect += 1 + r;
         int rc = MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, comm);
-        CHECK(MPI_SUCCESS == rc && out == expect,
+        MT_CHECK(MPI_SUCCESS == rc && out == expect,
               "allreduce returned class %d, sum %ld, expected %ld", error_class(rc), out, expect);
     }
 
     MPI_Comm_free(&comm);
     free(buf);
     MPI_Finalize();
-    printf("mpitest: rank %d done\n", wrank);
-    if (0 == wrank) {
-        printf("mpitest %s: np %d: %s (%d failed checks, %d victims)\n", name, wsize,
-               failures ? "FAIL" : "PASS", failures, rounds);
+    printf("mpitest: rank %d done\n", mt_rank);
+    if (0 == mt_rank) {
+        printf("mpitest %s: np %d: %s (%ld failed checks, %d victims)\n", mt_name, mt_size,
+               mt_failures ? "FAIL" : "PASS", mt_failures, rounds);
     }
-    return failures ? 1 : 0;
+    return mt_failures ? 1 : 0;
 }
