@@ -399,8 +399,8 @@ static __attribute__((noinline)) int progress_work(void)
                 mca_pml_dr2_peer_flush_acks(peer);
             }
             mca_pml_dr2_peer_push(peer);
-            if (peer->has_work && mca_pml_dr2_peer_work_due(peer) < mca_pml_dr2.work_due_pass) {
-                mca_pml_dr2.work_due_pass = mca_pml_dr2_peer_work_due(peer);
+            if (peer->has_work) {
+                mca_pml_dr2_peer_note_work_due(peer);
             }
             work++;
         }

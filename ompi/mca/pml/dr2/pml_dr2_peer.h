@@ -162,6 +162,16 @@ static inline uint64_t mca_pml_dr2_peer_work_due(const mca_pml_dr2_peer_t *peer)
     return due;
 }
 
+/* Progress must not skip its work list past the pass the peer's work is due at. */
+static inline void mca_pml_dr2_peer_note_work_due(const mca_pml_dr2_peer_t *peer)
+{
+    uint64_t due = mca_pml_dr2_peer_work_due(peer);
+
+    if (due < mca_pml_dr2.work_due_pass) {
+        mca_pml_dr2.work_due_pass = due;
+    }
+}
+
 /* Mark/unmark the peer as having work for the progress loop. Called after every change of
  * its ACK queue or pending fragments: inline, since the state rarely changes. */
 static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
@@ -172,10 +182,7 @@ static inline void mca_pml_dr2_peer_set_work(mca_pml_dr2_peer_t *peer)
         mca_pml_dr2_peer_work_changed(peer, work);
     }
     if (work) {
-        uint64_t due = mca_pml_dr2_peer_work_due(peer);
-        if (due < mca_pml_dr2.work_due_pass) {
-            mca_pml_dr2.work_due_pass = due;
-        }
+        mca_pml_dr2_peer_note_work_due(peer);
     }
 }
 
