@@ -178,6 +178,34 @@ static void check_tiny(const unsigned char *p, size_t len, uint32_t max_payload,
     free(copy);
 }
 
+/* A LOCAL the codec accepted from p[0 .. len-1]: every documented rule, the same bytes
+ * from pml_dr2_hdr_pack_local, and no decode after a cut into its header or a reserved
+ * byte set (it has no checksum: a flipped field is another envelope). */
+static void check_local(const unsigned char *p, size_t len, uint32_t max_payload,
+                        const pml_dr2_hdr_t *h, uint16_t cut_seed)
+{
+    unsigned char *copy = malloc(len);
+    pml_dr2_hdr_t h2;
+
+    FUZZ_CHECK(len >= 12 && h->hdr_len == 12 && pml_dr2_hdr_size(h->type) == 12);
+    FUZZ_CHECK(0 == p[1] && 0 == p[10] && 0 == p[11]);
+    FUZZ_CHECK(h->frag_len == len - 12 && h->frag_len <= max_payload && h->frag_len <= 256);
+    FUZZ_CHECK(h->match.ctx == ref_get(p + 2, 2) && (uint32_t) h->match.src == ref_get(p + 4, 2));
+    FUZZ_CHECK((uint16_t) h->match.tag == ref_get(p + 6, 2));
+    FUZZ_CHECK(h->match.tag >= -32768 && h->match.tag <= 32767);
+    FUZZ_CHECK(h->match.seq == ref_get(p + 8, 2) && 0 == h->match.vfrag);
+    FUZZ_CHECK(h->match.frag_count == 1 && h->match.msg_len == h->frag_len);
+    FUZZ_CHECK(0 == h->flags && 0 == h->data_crc && 0 == h->piggy_ack.mask);
+    FUZZ_CHECK(pml_dr2_hdr_payload_checked(h) && pml_dr2_hdr_wire_len(h) == len);
+    memset(copy, 0, len);
+    FUZZ_CHECK(pml_dr2_hdr_pack_local(&h->match, copy, len, p + 12, h->frag_len) == len);
+    FUZZ_CHECK(0 == memcmp(copy, p, len));
+    FUZZ_CHECK(pml_dr2_hdr_decode_header(p, cut_seed % 12, max_payload, &h2) != PML_DR2_HDR_OK);
+    copy[10 + cut_seed % 2] |= (unsigned char) (1u << (cut_seed % 8));
+    FUZZ_CHECK(pml_dr2_hdr_decode(copy, len, max_payload, &h2) == PML_DR2_HDR_ERR_RESERVED);
+    free(copy);
+}
+
 /* 1. the input as wire bytes */
 static void fuzz_wire(const uint8_t *data, size_t size)
 {
@@ -205,6 +233,10 @@ static void fuzz_wire(const uint8_t *data, size_t size)
             check_tiny(buf, size, bounds[i], &h, (uint16_t) (data[size - 1] << 8 | data[0]));
             continue;
         }
+        if (PML_DR2_HDR_LOCAL == h.type) {
+            check_local(buf, size, bounds[i], &h, (uint16_t) (data[size - 1] << 8 | data[0]));
+            continue;
+        }
         check_accepted(buf, size, bounds[i], &h);
         check_round_trip(buf, size, bounds[i], &h, st_full,
                          (uint16_t) (size > 1 ? data[size - 1] << 8 | data[size - 2] : 0));
@@ -217,7 +249,7 @@ static void fuzz_wire(const uint8_t *data, size_t size)
         if (PML_DR2_HDR_OK != pml_dr2_hdr_decode_header(buf + off, left, max, &h)) {
             break;
         }
-        if (PML_DR2_HDR_TINY != h.type) {
+        if (PML_DR2_HDR_TINY != h.type && PML_DR2_HDR_LOCAL != h.type) {
             check_accepted(buf + off, left, max, &h);
         }
         FUZZ_CHECK(pml_dr2_hdr_wire_len(&h) > 0 && pml_dr2_hdr_wire_len(&h) <= left);

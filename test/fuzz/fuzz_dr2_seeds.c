@@ -137,6 +137,10 @@ static void hdr_seeds(void)
         n = pml_dr2_hdr_pack_tiny(&h, seg, sizeof(seg), "payload!", plen);
         snprintf(name, sizeof(name), "tiny-len%u", plen);
         write_seed("hdr", name, seg, n);
+        /* the same envelope as a LOCAL (sm and self only: no vfrag, no checksum) */
+        n = pml_dr2_hdr_pack_local(&h.match, seg, sizeof(seg), "payload!", plen);
+        snprintf(name, sizeof(name), "local-len%u", plen);
+        write_seed("hdr", name, seg, n);
     }
     memset(&h, 0, sizeof(h));
     h.type = PML_DR2_HDR_ACK;

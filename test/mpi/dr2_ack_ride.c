@@ -13,9 +13,10 @@
  *
  * With the argument "corrupt", run under injected corruption on any BTL: the ACKs are not
  * counted; instead every byte must still arrive intact and the receivers must have dropped
- * corrupt headers. Messages of up to 256 bytes travel as TINY or EAGER, whose one checksum
- * covers the payload, so this holds on sm under pml_dr2_checksum auto too (which leaves
- * larger payloads unchecked there).
+ * corrupt headers. Under fault injection messages of up to 256 bytes travel as TINY or
+ * EAGER, whose one checksum covers the payload, so this holds on sm under
+ * pml_dr2_checksum auto too (which leaves larger payloads unchecked there, and sends small
+ * ones as LOCAL, unchecked, when nothing is injected: pml_dr2_local.h).
  *
  *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_ack_ride
  *   mpirun -np 2 --mca pml dr2 --mca btl sm,self --mca pml_dr2_inject_corrupt 0.02 \

@@ -31,10 +31,21 @@ mpi dr2/eager-limit-tcp-128k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 131072
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
 # of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
 mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"
-# Small messages (up to 256 B) are checked whole on sm too, under pml_dr2_checksum auto: a
-# ping-pong of 8-64 B under injected corruption arrives intact, corrupt segments dropped.
+# Small messages (up to 256 B) sent with the protocol are checked whole on sm too, under
+# pml_dr2_checksum auto (fault injection takes them off LOCAL): a ping-pong of 8-64 B under
+# injected corruption arrives intact, corrupt segments dropped.
 mpi dr2/small-checked-sm-auto 2 pass test/mpi/dr2_ack_ride "${DR2[@]}" --mca btl sm,self \
     --mca pml_dr2_inject_corrupt 0.02 -- corrupt
+# Small messages to a process reached by sm or self go without vfrag, checksum or ACK
+# (pml_dr2_local_max, pml_dr2_local.h), in MPI's order with every other message; not with
+# pml_dr2_local_max 0, over tcp, with checksums forced, or under fault injection.
+for np in 2 3; do mpi dr2/local-sm "$np" pass test/mpi/dr2_local "${DR2[@]}" --mca btl sm,self -- local; done
+mpi dr2/local-max-0 3 pass test/mpi/dr2_local "${DR2[@]}" --mca btl sm,self \
+    --mca pml_dr2_local_max 0 -- none
+mpi dr2/local-tcp 3 pass test/mpi/dr2_local "${DR2_TCP[@]}" -- none
+mpi dr2/local-checksum-crc32c 2 pass test/mpi/dr2_local "${DR2[@]}" --mca btl sm,self \
+    --mca pml_dr2_checksum crc32c -- none
+mpi dr2/local-faults5 3 pass test/mpi/dr2_local "${DR2[@]}" --mca btl sm,self "${FAULTS5[@]}" -- none
 mpi dr2/eager-limit-set-sm-64k 2 pass test/mpi/dr2_eager "${DR2[@]}" --mca pml_dr2_eager_limit 65536 \
     -- 65536 eager
 mpi dr2/eager-limit-set-tcp-8k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" --mca pml_dr2_eager_limit 8192 \
@@ -127,6 +138,8 @@ mpi dr2/invalid-eager-limit 2 "abort:pml_dr2_eager_limit has an invalid value" t
 mpi dr2/invalid-probe-interval 2 \
     "abort:pml_dr2_path_probe_interval_us/_max_us has an invalid value" test/mpi/dr2_p2p \
     "${DR2[@]}" --mca pml_dr2_path_probe_interval_us 0
+mpi dr2/invalid-local-max 2 "abort:pml_dr2_local_max has an invalid value" test/mpi/dr2_p2p \
+    "${DR2[@]}" --mca pml_dr2_local_max 257
 mpi dr2/invalid-local-timeout 2 "abort:pml_dr2_local_timeout_us has an invalid value" \
     test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_local_timeout_us 0
 mpi dr2/invalid-stall 2 "abort:pml_dr2_path_stall_us has an invalid value" \

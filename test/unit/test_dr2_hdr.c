@@ -89,7 +89,8 @@ static void sizes_per_type(void)
     CHECK(pml_dr2_hdr_size(0) == 0);
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_EAGER) == 44);
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_TINY) == 16);
-    CHECK(pml_dr2_hdr_size(8) == 0);
+    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_LOCAL) == 12);
+    CHECK(pml_dr2_hdr_size(9) == 0);
     CHECK(pml_dr2_hdr_size(-1) == 0);
     CHECK(pml_dr2_hdr_size(256 + PML_DR2_HDR_ACK) == 0);
     for (int t = PML_DR2_HDR_MATCH; t <= PML_DR2_HDR_EAGER; t++) {
@@ -294,7 +295,7 @@ static void each_malformed_field_has_its_status(void)
     CHECK(decode_mutated(&match, 2, 2, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
     CHECK(decode_mutated(&match, 2, 0, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
     CHECK(decode_mutated(&match, 0, 0, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
-    CHECK(decode_mutated(&match, 0, 8, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
+    CHECK(decode_mutated(&match, 0, 9, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
     /* read as a TINY, the bytes fail its one checksum */
     CHECK(decode_mutated(&match, 0, PML_DR2_HDR_TINY, 1, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_HDR_CRC);

@@ -2,7 +2,8 @@
  * Unit tests of pml/dr2's EAGER and TINY headers, one checksum over header and payload:
  * the byte layout, round trips with and without an ACK inside, every single-bit error
  * caught before anything is acted on, truncations and malformed fields rejected, and what
- * a sender must not or cannot put in them refused. Buffers are allocated at their exact
+ * a sender must not or cannot put in them refused. And of LOCAL, the envelope alone: its
+ * layout, round trips, what it cannot carry, and its shape checked on decode. Buffers are allocated at their exact
  * length, so that AddressSanitizer or valgrind catch any read past the end.
  */
 #include <stdint.h>
@@ -378,6 +379,102 @@ static void tiny_damage_and_lengths(void)
     free(w.buf);
 }
 
+/* ---- LOCAL: a message's envelope and payload, nothing else (sm and self only) ---------- */
+
+static void local_golden_bytes(void)
+{
+    static const unsigned char local_body[] = {
+        0x08, 0x00, /* LOCAL, reserved */
+        0xFF, 0xFF, /* ctx */
+        0xFE, 0xFF, /* src */
+        0x00, 0x80, /* tag -32768 */
+        0x01, 0x80, /* seq */
+        0x00, 0x00, /* reserved */
+        'a', 'b', 'c',
+    };
+    unsigned char buf[64];
+    pml_dr2_hdr_t h = sample_tiny(), out;
+
+    memset(buf, 0x5A, sizeof(buf));
+    CHECK(pml_dr2_hdr_pack_local(&h.match, buf, sizeof(buf), "abc", 3) == sizeof(local_body));
+    CHECK(memcmp(buf, local_body, sizeof(local_body)) == 0);
+    CHECK(pml_dr2_hdr_pack_local(&h.match, buf, sizeof(local_body) - 1, "abc", 3) == 0);
+    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_LOCAL) == PML_DR2_HDR_LOCAL_LEN);
+    CHECK(decode_exact(local_body, sizeof(local_body), MAX_PAYLOAD, &out) == PML_DR2_HDR_OK);
+    CHECK(out.type == PML_DR2_HDR_LOCAL && out.hdr_len == PML_DR2_HDR_LOCAL_LEN);
+    CHECK(out.match.ctx == 0xFFFF && out.match.src == 0xFFFE && out.match.tag == -32768);
+    CHECK(out.match.seq == 0x8001 && out.match.vfrag == 0 && 0 == out.flags);
+    CHECK(out.frag_len == 3 && out.match.msg_len == 3 && out.match.frag_count == 1);
+    CHECK(0 == out.data_crc && 0 == out.piggy_ack.mask);
+    CHECK(pml_dr2_hdr_payload_checked(&out) && pml_dr2_hdr_wire_len(&out) == sizeof(local_body));
+}
+
+static void local_round_trip(void)
+{
+    static const uint32_t lens[] = {0, 1, 8, PML_DR2_HDR_TINY_MAX_PAYLOAD};
+    static const int32_t tags[] = {-32768, -17, 0, 32767};
+
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        pml_dr2_hdr_t h = sample_tiny(), out;
+        unsigned char *payload = calloc(lens[i] + 1, 1), *dst = malloc(lens[i] + 1);
+        size_t len = PML_DR2_HDR_LOCAL_LEN + lens[i];
+        unsigned char *buf = malloc(len);
+
+        rng_fill(payload, lens[i]);
+        h.match.tag = tags[i];
+        CHECK(pml_dr2_hdr_pack_local(&h.match, buf, len, payload, lens[i]) == len);
+        CHECK(decode_exact(buf, len, MAX_PAYLOAD, &out) == PML_DR2_HDR_OK);
+        CHECK(out.type == PML_DR2_HDR_LOCAL && out.match.tag == tags[i]);
+        CHECK(out.match.ctx == h.match.ctx && out.match.src == h.match.src);
+        CHECK(out.match.seq == h.match.seq && out.frag_len == lens[i]);
+        CHECK(pml_dr2_hdr_unpack(&out, buf, dst) == PML_DR2_HDR_OK);
+        CHECK(memcmp(dst, payload, lens[i]) == 0);
+        free(buf);
+        free(dst);
+        free(payload);
+    }
+}
+
+/* What the envelope's 16-bit fields cannot carry is refused (the sender then uses the
+ * protocol); on the receiving side a cut, a payload too long and a reserved byte set. */
+static void local_refuses_and_rejects(void)
+{
+    unsigned char buf[PML_DR2_HDR_LOCAL_LEN + PML_DR2_HDR_TINY_MAX_PAYLOAD + 1];
+    static const unsigned char payload[PML_DR2_HDR_TINY_MAX_PAYLOAD + 1] = {1};
+    pml_dr2_hdr_t h = sample_tiny();
+    size_t len;
+
+    CHECK(pml_dr2_hdr_pack_local(&h.match, buf, sizeof(buf), payload, sizeof(payload)) == 0);
+    h.match.ctx = 0x10000;
+    CHECK(pml_dr2_hdr_pack_local(&h.match, buf, sizeof(buf), "x", 1) == 0);
+    h = sample_tiny();
+    h.match.src = -1;
+    CHECK(pml_dr2_hdr_pack_local(&h.match, buf, sizeof(buf), "x", 1) == 0);
+    h = sample_tiny();
+    h.match.tag = 32768;
+    CHECK(pml_dr2_hdr_pack_local(&h.match, buf, sizeof(buf), "x", 1) == 0);
+
+    h = sample_tiny();
+    len = pml_dr2_hdr_pack_local(&h.match, buf, sizeof(buf), payload, 8);
+    CHECK(len == PML_DR2_HDR_LOCAL_LEN + 8);
+    for (size_t cut = 1; cut < PML_DR2_HDR_LOCAL_LEN; cut++) {
+        CHECK(decode_exact(buf, cut, MAX_PAYLOAD, &(pml_dr2_hdr_t){0})
+              == PML_DR2_HDR_ERR_TRUNCATED);
+    }
+    CHECK(decode_exact(buf, len, 7, &(pml_dr2_hdr_t){0}) == PML_DR2_HDR_ERR_TOO_LONG);
+    buf[1] = 1;
+    CHECK(decode_exact(buf, len, MAX_PAYLOAD, &(pml_dr2_hdr_t){0}) == PML_DR2_HDR_ERR_RESERVED);
+    buf[1] = 0;
+    buf[11] = 0x80;
+    CHECK(decode_exact(buf, len, MAX_PAYLOAD, &(pml_dr2_hdr_t){0}) == PML_DR2_HDR_ERR_RESERVED);
+    memset(buf, 0, sizeof(buf));
+    buf[0] = PML_DR2_HDR_LOCAL;
+    CHECK(decode_exact(buf, sizeof(buf), MAX_PAYLOAD, &(pml_dr2_hdr_t){0})
+          == PML_DR2_HDR_ERR_TOO_LONG);
+    CHECK(decode_exact(buf, sizeof(buf) - 1, MAX_PAYLOAD, &(pml_dr2_hdr_t){0})
+          == PML_DR2_HDR_OK);
+}
+
 int main(void)
 {
     RUN(eager_golden_bytes);
@@ -389,5 +486,8 @@ int main(void)
     RUN(tiny_round_trip);
     RUN(tiny_refuses_what_does_not_fit);
     RUN(tiny_damage_and_lengths);
+    RUN(local_golden_bytes);
+    RUN(local_round_trip);
+    RUN(local_refuses_and_rejects);
     UNIT_EXIT();
 }

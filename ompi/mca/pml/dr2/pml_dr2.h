@@ -106,6 +106,7 @@ typedef struct {
     unsigned long injected_nomem;   /* receive buffers refused by pml_dr2_inject_nomem */
     unsigned long copy_separate;    /* rendezvous payloads checksummed, then memcpy'd */
     unsigned long copy_probes;      /* pml_dr2_copy auto: copy-way measurements completed */
+    unsigned long local_sent;       /* small messages sent as LOCAL (pml_dr2_local.h) */
 } mca_pml_dr2_counters_t;
 
 /* Per-path counters (pml_dr2_btlpath.h), summed over peers by path index, exported as
@@ -125,6 +126,7 @@ typedef struct mca_pml_dr2_t {
     /* ---- parameters (registered by the component) ---- */
     size_t frag_size;         /* payload bytes per fragment (capped by the BTL) */
     size_t eager_limit;       /* largest message sent eagerly */
+    size_t local_max;         /* largest message sent as LOCAL (pml_dr2_local.h); 0: none */
     int checksum;             /* MCA_PML_DR2_CHECKSUM_* */
     int crc32c_impl;          /* pml_dr2_crc32c_impl_t */
     int copy_way;             /* pml_dr2_copy_way_t: how fragment payloads are copied */

@@ -169,6 +169,16 @@ static int dr2_register(void)
         "sm, 64 KiB on tcp: a rendezvous costs a round trip, long on tcp). At most 1 MiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->eager_limit);
 
+    m->local_max = PML_DR2_HDR_TINY_MAX_PAYLOAD;
+    reg("local_max",
+        "Under pml_dr2_checksum auto, messages of at most this many bytes to a process reached "
+        "only through sm or self (no wire: shared memory loses, duplicates and reorders "
+        "nothing) go as ob1 sends them: without vfrag, checksum or ACK, complete once the BTL "
+        "took them. Larger messages, and every message to a process reached over a network, "
+        "keep the whole protocol. Not used while fault injection is on. 0: every message "
+        "is acknowledged, on every path. At most 256 (the default)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->local_max);
+
     m->checksum = MCA_PML_DR2_CHECKSUM_AUTO;
     reg_enum("checksum",
              "Payload checksum, decided per BTL when a peer is set up: auto (the default: "
@@ -384,6 +394,10 @@ static int dr2_register(void)
                      "Rendezvous payloads checksummed and then copied by memcpy (pml_dr2_copy "
                      "separate, or auto where that measured cheaper), not in one fused pass",
                      &c->copy_separate);
+    register_counter("local_sent",
+                     "Small messages sent without vfrag, checksum or ACK to a process reached "
+                     "through no wire (pml_dr2_local_max)",
+                     &c->local_sent);
     register_counter("copy_probes",
                      "Copy-way measurements completed under pml_dr2_copy auto (one per peer "
                      "at first, then every 4096 fragments)",
@@ -438,6 +452,12 @@ static int dr2_open(void)
                  m->ack_timeout_max_us);
         return refuse("pml_dr2_ack_timeout_us/_min_us/_max_us", value,
                       "All must be positive and the minimum must not exceed the maximum.");
+    }
+    if (m->local_max > PML_DR2_HDR_TINY_MAX_PAYLOAD) {
+        snprintf(value, sizeof(value), "%zu", m->local_max);
+        return refuse("pml_dr2_local_max", value,
+                      "Use a size between 0 (never) and 256 bytes: larger messages always "
+                      "travel with the whole protocol.");
     }
     if (0 == m->local_timeout_us) {
         return refuse("pml_dr2_local_timeout_us", "0",

@@ -62,6 +62,14 @@
 #define TINY_OFF_TAG 12
 #define TINY_OFF_SEQ 14
 
+/* LOCAL. */
+#define LOCAL_OFF_RESERVED1 1
+#define LOCAL_OFF_CTX 2
+#define LOCAL_OFF_SRC 4
+#define LOCAL_OFF_TAG 6
+#define LOCAL_OFF_SEQ 8
+#define LOCAL_OFF_RESERVED2 10
+
 typedef struct {
     uint8_t len;   /* header bytes on the wire */
     uint8_t flags; /* flags the type may carry */
@@ -109,8 +117,12 @@ size_t pml_dr2_hdr_size(int type)
 {
     const hdr_type_info_t *info;
 
+    /* no entry in type_info: no version, flags or length */
     if (PML_DR2_HDR_TINY == type) {
-        return PML_DR2_HDR_TINY_LEN; /* no entry in type_info: no version, flags or length */
+        return PML_DR2_HDR_TINY_LEN;
+    }
+    if (PML_DR2_HDR_LOCAL == type) {
+        return PML_DR2_HDR_LOCAL_LEN;
     }
     info = type_lookup(type);
     return info != NULL ? info->len : 0;
@@ -397,6 +409,28 @@ size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *bu
     return PML_DR2_HDR_TINY_LEN + payload_len;
 }
 
+size_t pml_dr2_hdr_pack_local(const pml_dr2_match_hdr_t *match, void *buf, size_t buf_len,
+                              const void *payload, uint32_t payload_len)
+{
+    unsigned char *p = buf;
+
+    if (!pml_dr2_hdr_envelope_fits_tiny(match, payload_len) || buf_len < PML_DR2_HDR_LOCAL_LEN
+        || payload_len > buf_len - PML_DR2_HDR_LOCAL_LEN) {
+        return 0;
+    }
+    p[0] = PML_DR2_HDR_LOCAL;
+    p[LOCAL_OFF_RESERVED1] = 0;
+    put_u16(p + LOCAL_OFF_CTX, (uint16_t) match->ctx);
+    put_u16(p + LOCAL_OFF_SRC, (uint16_t) match->src);
+    put_u16(p + LOCAL_OFF_TAG, (uint16_t) match->tag); /* two's complement, as put_i32 */
+    put_u16(p + LOCAL_OFF_SEQ, match->seq);
+    put_u16(p + LOCAL_OFF_RESERVED2, 0);
+    if (payload_len > 0) {
+        memcpy(p + PML_DR2_HDR_LOCAL_LEN, payload, payload_len);
+    }
+    return PML_DR2_HDR_LOCAL_LEN + payload_len;
+}
+
 size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,
                              const void *payload, uint32_t payload_len)
 {
@@ -662,8 +696,38 @@ static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_OK;
 }
 
-/* Every type but TINY. Out of line, so that a TINY, the common small message, is decoded
- * in a frame that saves none of the registers these decoders need. */
+/* LOCAL: every byte after its 12 is its payload; nothing to check but its shape. */
+static pml_dr2_hdr_status_t decode_local(const unsigned char *p, size_t buf_len,
+                                         uint32_t max_payload, pml_dr2_hdr_t *hdr)
+{
+    uint16_t tag;
+
+    if (buf_len < PML_DR2_HDR_LOCAL_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (0 != p[LOCAL_OFF_RESERVED1] || 0 != get_u16(p + LOCAL_OFF_RESERVED2)) {
+        return PML_DR2_HDR_ERR_RESERVED;
+    }
+    if (buf_len - PML_DR2_HDR_LOCAL_LEN > PML_DR2_HDR_TINY_MAX_PAYLOAD
+        || buf_len - PML_DR2_HDR_LOCAL_LEN > max_payload) {
+        return PML_DR2_HDR_ERR_TOO_LONG;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = PML_DR2_HDR_LOCAL;
+    hdr->hdr_len = PML_DR2_HDR_LOCAL_LEN;
+    hdr->frag_len = (uint32_t) (buf_len - PML_DR2_HDR_LOCAL_LEN);
+    hdr->match.ctx = get_u16(p + LOCAL_OFF_CTX);
+    hdr->match.src = get_u16(p + LOCAL_OFF_SRC);
+    tag = get_u16(p + LOCAL_OFF_TAG);
+    hdr->match.tag = tag <= INT16_MAX ? (int32_t) tag : (int32_t) tag - 65536;
+    hdr->match.seq = get_u16(p + LOCAL_OFF_SEQ);
+    hdr->match.frag_count = 1;
+    hdr->match.msg_len = hdr->frag_len;
+    return PML_DR2_HDR_OK;
+}
+
+/* Every type but TINY and LOCAL. Out of line, so that those two, the common small
+ * messages, are decoded in a frame that saves none of the registers these decoders need. */
 static __attribute__((noinline)) pml_dr2_hdr_status_t
 decode_with_common_header(const unsigned char *p, size_t buf_len, uint32_t max_payload,
                           pml_dr2_hdr_t *hdr)
@@ -697,6 +761,9 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
 
     if (buf_len > 0 && PML_DR2_HDR_TINY == p[OFF_TYPE]) {
         return decode_tiny(p, buf_len, max_payload, hdr);
+    }
+    if (buf_len > 0 && PML_DR2_HDR_LOCAL == p[OFF_TYPE]) {
+        return decode_local(p, buf_len, max_payload, hdr);
     }
     return decode_with_common_header(p, buf_len, max_payload, hdr);
 }

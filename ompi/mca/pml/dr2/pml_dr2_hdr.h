@@ -5,7 +5,7 @@
  * never a struct cast over wire data, so the layout does not depend on the compiler, the
  * host byte order or alignment, and nothing read off the wire is used before it is checked.
  *
- * Every header but TINY (below) starts with the same 8 bytes:
+ * Every header but TINY and LOCAL (below) starts with the same 8 bytes:
  *
  *   off size field     meaning
  *     0  u8   type     PML_DR2_HDR_MATCH .. PML_DR2_HDR_EAGER
@@ -106,6 +106,22 @@
  *    14  u16  seq        matching sequence per (communicator, peer)
  *    16                  (PML_DR2_HDR_TINY_LEN)
  *
+ * LOCAL: a small message without vfrag, checksum or ACK, for a path that crosses no wire
+ * (sm, self: a copy through memory, which loses, duplicates and reorders nothing), sent
+ * only there and accepted only from there (pml_dr2_local.h). Like TINY it has no version,
+ * flags or length: type 8 is LOCAL in every version, its payload is the rest of the segment
+ * (at most PML_DR2_HDR_TINY_MAX_PAYLOAD bytes), nothing follows it. It is a message's
+ * envelope and nothing else: the receiver matches it by its sequence number as any other.
+ *
+ *     0  u8   type       PML_DR2_HDR_LOCAL
+ *     1  u8   reserved   0
+ *     2  u16  ctx        communicator context id (< 65536)
+ *     4  u16  src        sender's rank in the communicator (< 65536)
+ *     6  i16  tag
+ *     8  u16  seq        matching sequence per (communicator, peer)
+ *    10  u16  reserved   0
+ *    12                  (PML_DR2_HDR_LOCAL_LEN)
+ *
  * An ACK flagged MATCHED for the vfrag of a RNDV also says
  * the receiver matched the message: send the rest / the synchronous send is complete. It
  * is idempotent like any ACK: a sender still waiting for it resends the RNDV (flagged
@@ -131,6 +147,7 @@ typedef enum {
     PML_DR2_HDR_NACK = 5,
     PML_DR2_HDR_EAGER = 6,
     PML_DR2_HDR_TINY = 7,
+    PML_DR2_HDR_LOCAL = 8,
 } pml_dr2_hdr_type_t;
 
 #define PML_DR2_HDR_COMMON_LEN 8
@@ -142,6 +159,7 @@ typedef enum {
 #define PML_DR2_HDR_TINY_LEN 16
 /* A TINY's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_TINY_MAX_PAYLOAD 256
+#define PML_DR2_HDR_LOCAL_LEN 12
 /* The bits of a vfrag id a TINY carries. */
 #define PML_DR2_HDR_TINY_VFRAG_BITS 24
 
@@ -284,10 +302,12 @@ pml_dr2_hdr_status_t pml_dr2_hdr_decode_header(const void *buf, size_t buf_len,
  * PML_DR2_HDR_ERR_DATA_CRC (dst then holds the corrupt bytes: do not act on them). */
 pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *buf, void *dst);
 
-/* The payload of this decoded header was checked with its header (EAGER, TINY). */
+/* The payload of this decoded header has no checksum left to check: EAGER and TINY were
+ * checked with their header, a LOCAL carries none. */
 static inline int pml_dr2_hdr_payload_checked(const pml_dr2_hdr_t *hdr)
 {
-    return PML_DR2_HDR_EAGER == hdr->type || PML_DR2_HDR_TINY == hdr->type;
+    return PML_DR2_HDR_EAGER == hdr->type || PML_DR2_HDR_TINY == hdr->type
+           || PML_DR2_HDR_LOCAL == hdr->type;
 }
 
 /* A message with this envelope (ctx, src, tag; no other field is read) and a payload of
@@ -316,6 +336,13 @@ static inline int pml_dr2_hdr_fits_tiny(const pml_dr2_hdr_t *hdr, uint32_t paylo
  * returns it so (type TINY), for the receiver to complete. */
 size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *buf,
                                       size_t buf_len, const void *payload, uint32_t payload_len);
+
+/* Encode the message with envelope `match` (ctx, src, tag and seq are read) as a LOCAL
+ * followed by a copy of the payload. Returns the wire length, or 0 if it does not fit
+ * (pml_dr2_hdr_envelope_fits_tiny) or buf_len is too small. Decode returns it as type
+ * LOCAL, frag_count 1, msg_len frag_len, vfrag and data_crc 0. */
+size_t pml_dr2_hdr_pack_local(const pml_dr2_match_hdr_t *match, void *buf, size_t buf_len,
+                              const void *payload, uint32_t payload_len);
 
 /* The same for an EAGER header that pml_dr2_hdr_fits_tiny; 0 for any other header. */
 size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len,

@@ -11,6 +11,7 @@
 
 #include "pml_dr2.h"
 #include "pml_dr2_inject.h"
+#include "pml_dr2_local.h"
 #include "pml_dr2_peer.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_vfrag.h"
@@ -30,6 +31,8 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->max_payload = 1;
     peer->tx_crc = true;
     peer->tx_tiny = true;
+    peer->tx_local = false;
+    peer->rx_local = false;
     peer->tx_next_id = 0;
     pml_dr2_id_guard_clear(&peer->tx_id_guard);
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
@@ -117,6 +120,8 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
             peer->tx_tiny = false;
         }
     }
+    peer->rx_local = peer->npaths > 0 && peer->tx_tiny;
+    peer->tx_local = peer->rx_local && mca_pml_dr2_local_enabled();
 }
 
 /* pml_dr2_frag_size, capped by the smallest largest send of the peer's paths less our

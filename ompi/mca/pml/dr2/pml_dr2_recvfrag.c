@@ -19,6 +19,7 @@
 #include "pml_dr2_comm.h"
 #include "pml_dr2_crc.h"
 #include "pml_dr2_inject.h"
+#include "pml_dr2_local.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_recvreq.h"
 #include "pml_dr2_rxcheck.h"
@@ -245,9 +246,8 @@ static mca_pml_dr2_recv_request_t *take_posted(mca_pml_dr2_comm_t *dcomm, int sr
     return NULL;
 }
 
-/* A header's sender rank (checked non-negative by the codec) names, in comm, the process
- * the segment came from. */
-static bool rank_is_peer(ompi_communicator_t *comm, int32_t src, mca_pml_dr2_peer_t *peer)
+bool mca_pml_dr2_rx_rank_is_peer(ompi_communicator_t *comm, int32_t src,
+                                 mca_pml_dr2_peer_t *peer)
 {
     return src < comm->c_remote_group->grp_proc_count && mca_pml_dr2_comm_peer(comm, src) == peer;
 }
@@ -603,7 +603,8 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     }
     /* A new message (a size we buffer if eager; if rendezvous, what its RNDV carries). */
     comm = ompi_comm_lookup(hdr->match.ctx);
-    if (NULL != comm && NULL != comm->c_pml_comm && !rank_is_peer(comm, hdr->match.src, peer)) {
+    if (NULL != comm && NULL != comm->c_pml_comm
+        && !mca_pml_dr2_rx_rank_is_peer(comm, hdr->match.src, peer)) {
         mca_pml_dr2.counters.malformed++; /* the rank is not the process that sent it */
         DR2_VERBOSE(20, "pml:dr2: dropped a message for cid %u: rank %d is not its sender",
                     hdr->match.ctx, hdr->match.src);
@@ -670,21 +671,50 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     rxmsg_put(msg);
 }
 
-/* The common small message: an EAGER (checked whole by the codec) that is the next in
- * sequence from its sender, with nothing of that sender waiting out of order and no
- * message or vfrag of the peer half received, taken by the first posted receive that
- * matches. Its payload goes straight into the receive, its vfrag is marked and
- * acknowledged: no message object, no index. The decisions are the general path's (the
- * duplicate window, the sender's rank, revoked tags, matching order); anything else, and
- * an EAGER no posted receive takes, returns false for handle_match. */
+mca_pml_dr2_recv_request_t *mca_pml_dr2_rx_take_in_order(mca_pml_dr2_peer_t *peer,
+                                                         const pml_dr2_hdr_t *hdr)
+{
+    ompi_communicator_t *comm = ompi_comm_lookup(hdr->match.ctx);
+    mca_pml_dr2_comm_t *dcomm;
+    mca_pml_dr2_comm_proc_t *cp;
+    mca_pml_dr2_recv_request_t *req;
+
+    if (NULL == comm || NULL == comm->c_pml_comm
+        || !mca_pml_dr2_rx_rank_is_peer(comm, hdr->match.src, peer)
+        || tag_revoked(comm, hdr->match.tag)) {
+        return NULL;
+    }
+    dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
+    cp = &dcomm->procs[hdr->match.src];
+    if (hdr->match.seq != cp->expected_seq || !opal_list_is_empty(&cp->out_of_order)) {
+        return NULL;
+    }
+    req = take_posted(dcomm, hdr->match.src, hdr->match.tag);
+    if (NULL != req) {
+        cp->expected_seq++;
+    }
+    return req;
+}
+
+void mca_pml_dr2_rx_receive_small(mca_pml_dr2_recv_request_t *req, mca_pml_dr2_peer_t *peer,
+                                  const pml_dr2_hdr_t *hdr, const unsigned char *payload)
+{
+    mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
+    mca_pml_dr2_recv_request_place_small(req, payload, hdr->frag_len);
+    complete_received(req, hdr->match.msg_len);
+}
+
+/* The common small message: an EAGER (checked whole by the codec) with no message or vfrag
+ * of the peer half received, that a posted receive takes now
+ * (mca_pml_dr2_rx_take_in_order). Its payload goes straight into the receive, its vfrag is
+ * marked and acknowledged: no message object, no index. The decisions are the general
+ * path's (the duplicate window, the sender's rank, revoked tags, matching order); anything
+ * else, and an EAGER no posted receive takes, returns false for handle_match. */
 static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
                               const unsigned char *payload)
 {
     uint32_t id = hdr->match.vfrag;
     bool in_order = pml_dr2_window_is_next(&peer->rx_window, id);
-    ompi_communicator_t *comm;
-    mca_pml_dr2_comm_t *dcomm;
-    mca_pml_dr2_comm_proc_t *cp;
     mca_pml_dr2_recv_request_t *req;
 
     if (0 != opal_hash_table_get_size(&peer->rx_msgs)
@@ -693,31 +723,18 @@ static bool eager_receive_now(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr
         || (!in_order && PML_DR2_WINDOW_NEW != pml_dr2_window_check(&peer->rx_window, id))) {
         return false;
     }
-    comm = ompi_comm_lookup(hdr->match.ctx);
-    if (NULL == comm || NULL == comm->c_pml_comm || !rank_is_peer(comm, hdr->match.src, peer)
-        || tag_revoked(comm, hdr->match.tag)) {
-        return false;
-    }
-    dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
-    cp = &dcomm->procs[hdr->match.src];
-    if (hdr->match.seq != cp->expected_seq || !opal_list_is_empty(&cp->out_of_order)) {
-        return false;
-    }
-    req = take_posted(dcomm, hdr->match.src, hdr->match.tag);
+    req = mca_pml_dr2_rx_take_in_order(peer, hdr);
     if (NULL == req) {
         return false;
     }
-    cp->expected_seq++;
     if (in_order) {
         pml_dr2_window_mark_next(&peer->rx_window);
     } else {
         (void) pml_dr2_window_check_and_mark(&peer->rx_window, id);
     }
-    mca_pml_dr2_recv_request_bind(req, hdr->match.src, hdr->match.tag, peer->proc);
-    mca_pml_dr2_recv_request_place_small(req, payload, hdr->frag_len);
     /* a vfrag never seen before: no ACK of it can be queued to merge with */
     mca_pml_dr2_peer_queue_lazy_ack(peer, id);
-    complete_received(req, hdr->match.msg_len);
+    mca_pml_dr2_rx_receive_small(req, peer, hdr, payload);
     return true;
 }
 
@@ -805,6 +822,10 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
                 ack_arrived(peer, &hdr.piggy_ack, hdr.flags);
             }
             break;
+        case PML_DR2_HDR_LOCAL:
+            mca_pml_dr2.counters.frags_received++;
+            mca_pml_dr2_local_receive(peer, &hdr, payload);
+            break;
         case PML_DR2_HDR_ACK:
             if (OPAL_UNLIKELY(hdr.flags & (PML_DR2_HDR_FLAG_PROBE | PML_DR2_HDR_FLAG_PROBE_REPLY))) {
                 mca_pml_dr2_path_probe_received(peer, peer->rx_path, &hdr);
@@ -838,9 +859,10 @@ void mca_pml_dr2_drain_deferred(void)
 
 /* A segment from a BTL endpoint that is not one of the BML endpoints we mapped: a BTL can
  * create endpoints of its own, e.g. btl/tcp when a process of another job (MPI_Comm_spawn)
- * connects before the BML added it. The sender is learnt from a MATCH, RNDV, EAGER or TINY
- * header (checked, so its communicator and rank can be trusted as much as any header); other
- * headers carry no sender and are dropped until then (the sender's timers resend them). */
+ * connects before the BML added it. The sender is learnt from a header that names it (MATCH,
+ * RNDV, EAGER, TINY, LOCAL: decoded, so its communicator and rank can be trusted as much as
+ * any header); other headers carry no sender and are dropped until then (the sender's
+ * timers resend them). */
 static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
                                           const mca_btl_base_receive_descriptor_t *desc)
 {
@@ -853,7 +875,8 @@ static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
     if (NULL == ep || 1 != desc->des_segment_count
         || PML_DR2_HDR_OK != pml_dr2_hdr_decode_header(seg->seg_addr.pval, seg->seg_len, max, &hdr)
         || (PML_DR2_HDR_MATCH != hdr.type && PML_DR2_HDR_RNDV != hdr.type
-            && PML_DR2_HDR_EAGER != hdr.type && PML_DR2_HDR_TINY != hdr.type)) {
+            && PML_DR2_HDR_EAGER != hdr.type && PML_DR2_HDR_TINY != hdr.type
+            && PML_DR2_HDR_LOCAL != hdr.type)) {
         return NULL;
     }
     comm = ompi_comm_lookup(hdr.match.ctx);

@@ -77,6 +77,25 @@ void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf
 /* Try to match an incoming message (in sequence order) on its communicator. */
 void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg);
 
+/* A header's sender rank (checked non-negative by the codec) names, in comm, the process
+ * the segment came from. */
+bool mca_pml_dr2_rx_rank_is_peer(ompi_communicator_t *comm, int32_t src,
+                                 mca_pml_dr2_peer_t *peer);
+
+/* The posted receive that takes the whole message `hdr` announces (EAGER, TINY, LOCAL)
+ * now, in order: its communicator exists here and is not revoked for its tag, the sender's
+ * rank is `peer`, the message is the next in sequence from its sender with nothing of that
+ * sender waiting out of order, and a posted receive accepts it: that receive, taken off the
+ * posted list, the sequence advanced. NULL otherwise (the general path decides). */
+struct mca_pml_dr2_recv_request_t *mca_pml_dr2_rx_take_in_order(mca_pml_dr2_peer_t *peer,
+                                                                const pml_dr2_hdr_t *hdr);
+
+/* The whole message `hdr` (payload at `payload`) into the receive
+ * mca_pml_dr2_rx_take_in_order gave, which completes. */
+void mca_pml_dr2_rx_receive_small(struct mca_pml_dr2_recv_request_t *req,
+                                  mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
+                                  const unsigned char *payload);
+
 /* A message object from the free list (lock held), initialised, one reference; NULL if
  * out of memory. */
 mca_pml_dr2_rxmsg_t *mca_pml_dr2_rxmsg_alloc(void);

@@ -11,6 +11,7 @@
 
 #include "pml_dr2.h"
 #include "pml_dr2_comm.h"
+#include "pml_dr2_local.h"
 #include "pml_dr2_sendreq.h"
 #include "pml_dr2_vfrag.h"
 
@@ -148,6 +149,55 @@ static void txmsg_set_envelope(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_peer_t *pee
     msg->frag_len = mca_pml_dr2_peer_max_payload(peer);
 }
 
+/* The message straight from the caller's buffer as a LOCAL (mca_pml_dr2_local_send) or a
+ * TINY (mca_pml_dr2_txmsg_send_tiny), if it qualifies for one; its sequence number is
+ * taken only then. */
+static bool send_small_now(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
+                           mca_pml_dr2_comm_t *dcomm, int dst, int tag, const void *data,
+                           size_t len)
+{
+    mca_pml_dr2_comm_proc_t *cp = &dcomm->procs[dst];
+    pml_dr2_match_hdr_t match;
+
+    match.ctx = ompi_comm_get_local_cid(comm);
+    match.src = comm->c_my_rank;
+    match.tag = tag;
+    match.seq = cp->send_seq;
+    if (!mca_pml_dr2_local_send(peer, &match, data, (uint32_t) len)
+        && (len > MCA_PML_DR2_TINY_SEND_MAX
+            || !mca_pml_dr2_txmsg_send_tiny(peer, &match, data, (uint32_t) len))) {
+        return false;
+    }
+    cp->send_seq++;
+    return true;
+}
+
+/* A message send_small_now may take: one that fits a TINY or a LOCAL to this peer. */
+static inline bool small_now_fits(const mca_pml_dr2_peer_t *peer, size_t len)
+{
+    return len <= MCA_PML_DR2_TINY_SEND_MAX || (peer->tx_local && len <= mca_pml_dr2.local_max);
+}
+
+/* A small eager request to a peer that takes LOCALs, contiguous: sent now and complete. */
+static bool send_local_request(mca_pml_dr2_send_request_t *sendreq, mca_pml_dr2_peer_t *peer,
+                               ompi_communicator_t *comm, mca_pml_dr2_comm_t *dcomm, size_t len)
+{
+    mca_pml_base_request_t *base = &sendreq->req_send.req_base;
+    void *data = NULL;
+
+    if (len > 0) {
+        if (opal_convertor_need_buffers(&base->req_convertor)) {
+            return false;
+        }
+        opal_convertor_get_offset_pointer(&base->req_convertor, 0, &data);
+    }
+    if (!send_small_now(peer, comm, dcomm, base->req_peer, base->req_tag, data, len)) {
+        return false;
+    }
+    mca_pml_dr2_send_request_complete(sendreq, MPI_SUCCESS);
+    return true;
+}
+
 int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
 {
     mca_pml_base_request_t *base = &sendreq->req_send.req_base;
@@ -205,6 +255,10 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
         }
     }
 
+    if (complete_now && NULL == copy && peer->tx_local && len <= mca_pml_dr2.local_max
+        && send_local_request(sendreq, peer, comm, dcomm, len)) {
+        return OMPI_SUCCESS;
+    }
     if (NULL == copy && len > 0 && opal_convertor_need_buffers(&base->req_convertor)) {
         /* A non-contiguous rendezvous is packed once, up front: fragments are cut at fixed
          * byte offsets, and the convertor cannot pack a range that starts or ends inside a
@@ -325,30 +379,11 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
     return OMPI_SUCCESS;
 }
 
-/* The message as a TINY straight from the caller's buffer, if it qualifies
- * (mca_pml_dr2_txmsg_send_tiny); its sequence number is taken only then. */
-static bool send_tiny(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
-                      mca_pml_dr2_comm_t *dcomm, int dst, int tag, const void *data, size_t len)
-{
-    mca_pml_dr2_comm_proc_t *cp = &dcomm->procs[dst];
-    pml_dr2_match_hdr_t match;
-
-    match.ctx = ompi_comm_get_local_cid(comm);
-    match.src = comm->c_my_rank;
-    match.tag = tag;
-    match.seq = cp->send_seq;
-    if (!mca_pml_dr2_txmsg_send_tiny(peer, &match, data, (uint32_t) len)) {
-        return false;
-    }
-    cp->send_seq++;
-    return true;
-}
-
 /* MPI_Send of a small contiguous message in standard or ready mode, without a request (as
  * ob1's inline send): the message object has its copy before this returns (taken right
  * after the first transmission, see MCA_PML_DR2_OWN_BORROWED) and keeps it until
  * acknowledged; the send is complete on return, as an eager request is at that point. One
- * that fits a TINY goes from these arguments to the wire (send_tiny). Anything unusual (a
+ * that fits a TINY or a LOCAL goes from these arguments to the wire (send_small_now). Anything unusual (a
  * failed peer, a revoked communicator, a datatype to pack, no message object) is left to
  * the general path, which reports it: OMPI_ERR_NOT_AVAILABLE then. */
 static int send_small_without_request(const void *buf, size_t count, ompi_datatype_t *datatype,
@@ -383,7 +418,7 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
         return OMPI_ERR_NOT_AVAILABLE;
     }
     data = (const unsigned char *) buf + datatype->super.true_lb;
-    if (len <= MCA_PML_DR2_TINY_SEND_MAX && send_tiny(peer, comm, dcomm, dst, tag, data, len)) {
+    if (small_now_fits(peer, len) && send_small_now(peer, comm, dcomm, dst, tag, data, len)) {
         mca_pml_dr2_leave();
         return OMPI_SUCCESS;
     }
