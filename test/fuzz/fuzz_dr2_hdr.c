@@ -189,7 +189,7 @@ static void check_local(const unsigned char *p, size_t len, uint32_t max_payload
 
     FUZZ_CHECK(len >= 12 && h->hdr_len == 12 && pml_dr2_hdr_size(h->type) == 12);
     FUZZ_CHECK(0 == p[1] && 0 == p[10] && 0 == p[11]);
-    FUZZ_CHECK(h->frag_len == len - 12 && h->frag_len <= max_payload && h->frag_len <= 256);
+    FUZZ_CHECK(h->frag_len == len - 12 && h->frag_len <= max_payload && h->frag_len <= 8192);
     FUZZ_CHECK(h->match.ctx == ref_get(p + 2, 2) && (uint32_t) h->match.src == ref_get(p + 4, 2));
     FUZZ_CHECK((uint16_t) h->match.tag == ref_get(p + 6, 2));
     FUZZ_CHECK(h->match.tag >= -32768 && h->match.tag <= 32767);

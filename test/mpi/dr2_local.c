@@ -5,7 +5,8 @@
  * checksum or ACK (LOCAL), and every other message with the whole protocol. Both kinds
  * share one matching order per sender and communicator, so this checks MPI's rules where
  * the two meet, every byte verified:
- *  1. a ping-pong of every size from 0 to 300 bytes (LOCAL up to 256, then EAGER);
+ *  1. a ping-pong of every size from 0 to 300 bytes and of sizes around 8192 bytes
+ *     (LOCAL up to pml_dr2_local_max, 8192 by default, then EAGER);
  *  2. messages that arrive before their receive is posted (unexpected), received by tag
  *     in another order, then by MPI_ANY_TAG in the order sent;
  *  3. a rendezvous of 1 MiB followed at once by small messages with the same tag: the
@@ -28,6 +29,7 @@
 #include "mpitest.h"
 
 #define MAX_SMALL 300
+#define MAX_LEN 8300 /* above pml_dr2_local_max's default, 8192 */
 #define BIG (1 << 20)
 #define BURST 64
 
@@ -61,7 +63,7 @@ static void recv_checked(unsigned char *buf, int len, int from, int tag, int n, 
     MPI_Status st;
     int count;
 
-    MPI_Recv(buf, MAX_SMALL, MPI_BYTE, from, tag, comm, &st);
+    MPI_Recv(buf, MAX_LEN, MPI_BYTE, from, tag, comm, &st);
     MPI_Get_count(&st, MPI_BYTE, &count);
     MT_CHECK(count == len, "%s: message %d from rank %d: %d bytes, expected %d", what, n, from,
              count, len);
@@ -71,12 +73,15 @@ static void recv_checked(unsigned char *buf, int len, int from, int tag, int n, 
 /* 1. */
 static void ping_pong_every_size(void)
 {
-    unsigned char out[MAX_SMALL], in[MAX_SMALL];
+    static const int larger[] = {511, 1024, 4084, 4096, 8191, 8192, 8193, MAX_LEN};
+    static unsigned char out[MAX_LEN], in[MAX_LEN];
+    int nlarger = (int) (sizeof(larger) / sizeof(larger[0]));
 
     if (mt_rank > 1) {
         return;
     }
-    for (int len = 0; len <= MAX_SMALL; len++) {
+    for (int k = 0; k <= MAX_SMALL + nlarger; k++) {
+        int len = k <= MAX_SMALL ? k : larger[k - MAX_SMALL - 1];
         fill(out, len, mt_rank, len);
         if (0 == mt_rank) {
             MPI_Send(out, len, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
@@ -88,30 +93,31 @@ static void ping_pong_every_size(void)
     }
 }
 
-/* 2. Rank 0 sends BURST messages (tag i, length i) before rank 1 posts anything; rank 1
+/* 2. Rank 0 sends BURST messages (tag i, 130 i bytes) before rank 1 posts anything; rank 1
  * takes the odd tags first, highest first, then the rest with MPI_ANY_TAG: they must
  * come in the order sent. */
 static void unexpected_then_by_tag(void)
 {
-    unsigned char buf[MAX_SMALL];
+    static unsigned char buf[MAX_LEN];
 
     if (0 == mt_rank) {
         for (int i = 0; i < BURST; i++) {
-            fill(buf, i, 0, 1000 + i);
-            MPI_Send(buf, i, MPI_BYTE, 1, i, MPI_COMM_WORLD);
+            fill(buf, i * 130, 0, 1000 + i);
+            MPI_Send(buf, i * 130, MPI_BYTE, 1, i, MPI_COMM_WORLD);
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (1 == mt_rank) {
         MPI_Status st;
         for (int i = BURST - 1; i >= 0; i -= 2) {
-            recv_checked(buf, i, 0, i, 1000 + i, MPI_COMM_WORLD, "unexpected by tag");
+            recv_checked(buf, i * 130, 0, i, 1000 + i, MPI_COMM_WORLD, "unexpected by tag");
         }
         for (int i = 0; i < BURST; i += 2) {
             MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
             MT_CHECK(st.MPI_TAG == i, "unexpected: MPI_ANY_TAG found tag %d, expected %d",
                      st.MPI_TAG, i);
-            recv_checked(buf, i, 0, MPI_ANY_TAG, 1000 + i, MPI_COMM_WORLD, "unexpected in order");
+            recv_checked(buf, i * 130, 0, MPI_ANY_TAG, 1000 + i, MPI_COMM_WORLD,
+                         "unexpected in order");
         }
     }
 }
@@ -119,7 +125,8 @@ static void unexpected_then_by_tag(void)
 /* 3. A rendezvous, then small messages with the same tag that leave before it completes. */
 static void small_after_rendezvous(int nonblocking)
 {
-    unsigned char *big = malloc(BIG), small[MAX_SMALL];
+    unsigned char *big = malloc(BIG);
+    static unsigned char small[MAX_LEN];
     MPI_Request reqs[1 + BURST];
     int base = nonblocking ? 3000 : 2000;
 
@@ -131,12 +138,12 @@ static void small_after_rendezvous(int nonblocking)
         fill(big, BIG, 0, base);
         MPI_Isend(big, BIG, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &reqs[0]);
         for (int i = 1; i <= BURST; i++) {
-            fill(small, i, 0, base + i);
+            fill(small, i * 128, 0, base + i);
             if (nonblocking) {
-                MPI_Isend(small, i, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &reqs[i]);
+                MPI_Isend(small, i * 128, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &reqs[i]);
                 MPI_Wait(&reqs[i], MPI_STATUS_IGNORE); /* small is refilled next */
             } else {
-                MPI_Send(small, i, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
+                MPI_Send(small, i * 128, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
             }
         }
         MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
@@ -149,7 +156,7 @@ static void small_after_rendezvous(int nonblocking)
                  count, BIG);
         intact(big, count < BIG ? count : BIG, 0, base, "rendezvous");
         for (int i = 1; i <= BURST; i++) {
-            recv_checked(small, i, 0, 7, base + i, MPI_COMM_WORLD, "after rendezvous");
+            recv_checked(small, i * 128, 0, 7, base + i, MPI_COMM_WORLD, "after rendezvous");
         }
     }
     free(big);
@@ -158,7 +165,7 @@ static void small_after_rendezvous(int nonblocking)
 /* 4. Every other rank sends BURST messages to rank 0, which takes them from any source. */
 static void any_source(void)
 {
-    unsigned char buf[MAX_SMALL];
+    static unsigned char buf[MAX_LEN];
 
     if (0 != mt_rank) {
         for (int i = 0; i < BURST; i++) {
@@ -187,7 +194,7 @@ static void any_source(void)
 /* 5. */
 static void right_after_dup(void)
 {
-    unsigned char buf[MAX_SMALL];
+    static unsigned char buf[MAX_LEN];
 
     for (int i = 0; i < 50; i++) {
         MPI_Comm dup;

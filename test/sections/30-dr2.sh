@@ -139,7 +139,7 @@ mpi dr2/invalid-probe-interval 2 \
     "abort:pml_dr2_path_probe_interval_us/_max_us has an invalid value" test/mpi/dr2_p2p \
     "${DR2[@]}" --mca pml_dr2_path_probe_interval_us 0
 mpi dr2/invalid-local-max 2 "abort:pml_dr2_local_max has an invalid value" test/mpi/dr2_p2p \
-    "${DR2[@]}" --mca pml_dr2_local_max 257
+    "${DR2[@]}" --mca pml_dr2_local_max 8193
 mpi dr2/invalid-local-timeout 2 "abort:pml_dr2_local_timeout_us has an invalid value" \
     test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_local_timeout_us 0
 mpi dr2/invalid-stall 2 "abort:pml_dr2_path_stall_us has an invalid value" \

@@ -411,8 +411,8 @@ static void local_golden_bytes(void)
 
 static void local_round_trip(void)
 {
-    static const uint32_t lens[] = {0, 1, 8, PML_DR2_HDR_TINY_MAX_PAYLOAD};
-    static const int32_t tags[] = {-32768, -17, 0, 32767};
+    static const uint32_t lens[] = {0, 1, 8, 257, PML_DR2_HDR_LOCAL_MAX_PAYLOAD};
+    static const int32_t tags[] = {-32768, -17, 0, 1, 32767};
 
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         pml_dr2_hdr_t h = sample_tiny(), out;
@@ -439,8 +439,8 @@ static void local_round_trip(void)
  * protocol); on the receiving side a cut, a payload too long and a reserved byte set. */
 static void local_refuses_and_rejects(void)
 {
-    unsigned char buf[PML_DR2_HDR_LOCAL_LEN + PML_DR2_HDR_TINY_MAX_PAYLOAD + 1];
-    static const unsigned char payload[PML_DR2_HDR_TINY_MAX_PAYLOAD + 1] = {1};
+    unsigned char buf[PML_DR2_HDR_LOCAL_LEN + PML_DR2_HDR_LOCAL_MAX_PAYLOAD + 1];
+    static const unsigned char payload[PML_DR2_HDR_LOCAL_MAX_PAYLOAD + 1] = {1};
     pml_dr2_hdr_t h = sample_tiny();
     size_t len;
 

@@ -169,14 +169,14 @@ static int dr2_register(void)
         "sm, 64 KiB on tcp: a rendezvous costs a round trip, long on tcp). At most 1 MiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->eager_limit);
 
-    m->local_max = PML_DR2_HDR_TINY_MAX_PAYLOAD;
+    m->local_max = PML_DR2_HDR_LOCAL_MAX_PAYLOAD;
     reg("local_max",
         "Under pml_dr2_checksum auto, messages of at most this many bytes to a process reached "
         "only through sm or self (no wire: shared memory loses, duplicates and reorders "
         "nothing) go as ob1 sends them: without vfrag, checksum or ACK, complete once the BTL "
         "took them. Larger messages, and every message to a process reached over a network, "
         "keep the whole protocol. Not used while fault injection is on. 0: every message "
-        "is acknowledged, on every path. At most 256 (the default)",
+        "is acknowledged, on every path. At most 8192 (the default)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->local_max);
 
     m->checksum = MCA_PML_DR2_CHECKSUM_AUTO;
@@ -453,10 +453,10 @@ static int dr2_open(void)
         return refuse("pml_dr2_ack_timeout_us/_min_us/_max_us", value,
                       "All must be positive and the minimum must not exceed the maximum.");
     }
-    if (m->local_max > PML_DR2_HDR_TINY_MAX_PAYLOAD) {
+    if (m->local_max > PML_DR2_HDR_LOCAL_MAX_PAYLOAD) {
         snprintf(value, sizeof(value), "%zu", m->local_max);
         return refuse("pml_dr2_local_max", value,
-                      "Use a size between 0 (never) and 256 bytes: larger messages always "
+                      "Use a size between 0 (never) and 8192 bytes: larger messages always "
                       "travel with the whole protocol.");
     }
     if (0 == m->local_timeout_us) {

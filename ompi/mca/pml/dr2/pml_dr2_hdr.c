@@ -414,8 +414,8 @@ size_t pml_dr2_hdr_pack_local(const pml_dr2_match_hdr_t *match, void *buf, size_
 {
     unsigned char *p = buf;
 
-    if (!pml_dr2_hdr_envelope_fits_tiny(match, payload_len) || buf_len < PML_DR2_HDR_LOCAL_LEN
-        || payload_len > buf_len - PML_DR2_HDR_LOCAL_LEN) {
+    if (!pml_dr2_hdr_envelope_fits_short(match) || payload_len > PML_DR2_HDR_LOCAL_MAX_PAYLOAD
+        || buf_len < PML_DR2_HDR_LOCAL_LEN || payload_len > buf_len - PML_DR2_HDR_LOCAL_LEN) {
         return 0;
     }
     p[0] = PML_DR2_HDR_LOCAL;
@@ -708,7 +708,7 @@ static pml_dr2_hdr_status_t decode_local(const unsigned char *p, size_t buf_len,
     if (0 != p[LOCAL_OFF_RESERVED1] || 0 != get_u16(p + LOCAL_OFF_RESERVED2)) {
         return PML_DR2_HDR_ERR_RESERVED;
     }
-    if (buf_len - PML_DR2_HDR_LOCAL_LEN > PML_DR2_HDR_TINY_MAX_PAYLOAD
+    if (buf_len - PML_DR2_HDR_LOCAL_LEN > PML_DR2_HDR_LOCAL_MAX_PAYLOAD
         || buf_len - PML_DR2_HDR_LOCAL_LEN > max_payload) {
         return PML_DR2_HDR_ERR_TOO_LONG;
     }

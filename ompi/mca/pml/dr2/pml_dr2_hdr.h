@@ -110,7 +110,7 @@
  * (sm, self: a copy through memory, which loses, duplicates and reorders nothing), sent
  * only there and accepted only from there (pml_dr2_local.h). Like TINY it has no version,
  * flags or length: type 8 is LOCAL in every version, its payload is the rest of the segment
- * (at most PML_DR2_HDR_TINY_MAX_PAYLOAD bytes), nothing follows it. It is a message's
+ * (at most PML_DR2_HDR_LOCAL_MAX_PAYLOAD bytes), nothing follows it. It is a message's
  * envelope and nothing else: the receiver matches it by its sequence number as any other.
  *
  *     0  u8   type       PML_DR2_HDR_LOCAL
@@ -160,6 +160,8 @@ typedef enum {
 /* A TINY's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_TINY_MAX_PAYLOAD 256
 #define PML_DR2_HDR_LOCAL_LEN 12
+/* A LOCAL's payload: at most this many bytes (the rest of its segment). */
+#define PML_DR2_HDR_LOCAL_MAX_PAYLOAD 8192
 /* The bits of a vfrag id a TINY carries. */
 #define PML_DR2_HDR_TINY_VFRAG_BITS 24
 
@@ -310,14 +312,19 @@ static inline int pml_dr2_hdr_payload_checked(const pml_dr2_hdr_t *hdr)
            || PML_DR2_HDR_LOCAL == hdr->type;
 }
 
-/* A message with this envelope (ctx, src, tag; no other field is read) and a payload of
- * payload_len bytes fits a TINY. */
+/* The envelope (ctx, src, tag; no other field is read) fits the 16-bit fields of TINY and
+ * LOCAL. */
+static inline int pml_dr2_hdr_envelope_fits_short(const pml_dr2_match_hdr_t *match)
+{
+    return match->ctx <= UINT16_MAX && match->src >= 0 && match->src <= UINT16_MAX
+           && match->tag >= INT16_MIN && match->tag <= INT16_MAX;
+}
+
+/* A message with this envelope and a payload of payload_len bytes fits a TINY. */
 static inline int pml_dr2_hdr_envelope_fits_tiny(const pml_dr2_match_hdr_t *match,
                                                  uint32_t payload_len)
 {
-    return payload_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && match->ctx <= UINT16_MAX
-           && match->src >= 0 && match->src <= UINT16_MAX && match->tag >= INT16_MIN
-           && match->tag <= INT16_MAX;
+    return payload_len <= PML_DR2_HDR_TINY_MAX_PAYLOAD && pml_dr2_hdr_envelope_fits_short(match);
 }
 
 /* The envelope of this EAGER header (before pml_dr2_hdr_pack sets its lengths) and a
@@ -339,7 +346,7 @@ size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *bu
 
 /* Encode the message with envelope `match` (ctx, src, tag and seq are read) as a LOCAL
  * followed by a copy of the payload. Returns the wire length, or 0 if it does not fit
- * (pml_dr2_hdr_envelope_fits_tiny) or buf_len is too small. Decode returns it as type
+ * (pml_dr2_hdr_envelope_fits_short, PML_DR2_HDR_LOCAL_MAX_PAYLOAD) or buf_len is too small. Decode returns it as type
  * LOCAL, frag_count 1, msg_len frag_len, vfrag and data_crc 0. */
 size_t pml_dr2_hdr_pack_local(const pml_dr2_match_hdr_t *match, void *buf, size_t buf_len,
                               const void *payload, uint32_t payload_len);

@@ -21,7 +21,7 @@
 bool mca_pml_dr2_local_send(mca_pml_dr2_peer_t *peer, const pml_dr2_match_hdr_t *match,
                             const void *buf, uint32_t len)
 {
-    unsigned char seg[PML_DR2_HDR_LOCAL_LEN + PML_DR2_HDR_TINY_MAX_PAYLOAD];
+    unsigned char seg[PML_DR2_HDR_LOCAL_LEN + PML_DR2_HDR_LOCAL_MAX_PAYLOAD];
     size_t seg_len;
 
     if (!peer->tx_local || len > mca_pml_dr2.local_max) {
