@@ -32,6 +32,8 @@ static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *b
     path->wdog_expired = false;
     path->alive_asked_us = 0;
     path->btl_error = false;
+    path->no_wire = !pml_dr2_checksum_on_btl(
+        PML_DR2_CHECKSUM_AUTO, bml_btl->btl->btl_component->btl_version.mca_component_name);
 }
 
 void mca_pml_dr2_paths_init(mca_pml_dr2_peer_t *peer)

@@ -51,6 +51,8 @@ typedef struct mca_pml_dr2_path_t {
                               * this one was silent (mca_pml_dr2_paths_ask_alive) */
     bool btl_error;    /* its BTL reported an error, to be handled from progress
                         * (mca_pml_dr2_paths_handle_errors) */
+    bool no_wire;      /* its BTL crosses no wire (sm, self): it may carry LOCALs
+                        * (pml_dr2_local.h) */
 } mca_pml_dr2_path_t;
 
 /* Set up the peer's paths from its BML endpoint (at most PML_DR2_PATH_MAX). */

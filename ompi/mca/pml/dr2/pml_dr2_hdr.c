@@ -57,17 +57,11 @@
 
 /* TINY. */
 #define TINY_OFF_VFRAG 1
-#define TINY_OFF_CTX 8
-#define TINY_OFF_SRC 10
-#define TINY_OFF_TAG 12
-#define TINY_OFF_SEQ 14
+#define TINY_OFF_CTX 8 /* then src, tag, seq: 16 bits each (encode_short_envelope) */
 
 /* LOCAL. */
 #define LOCAL_OFF_RESERVED1 1
-#define LOCAL_OFF_CTX 2
-#define LOCAL_OFF_SRC 4
-#define LOCAL_OFF_TAG 6
-#define LOCAL_OFF_SEQ 8
+#define LOCAL_OFF_CTX 2 /* then src, tag, seq: 16 bits each */
 #define LOCAL_OFF_RESERVED2 10
 
 typedef struct {
@@ -386,6 +380,16 @@ static size_t pack_eager(pml_dr2_hdr_t *hdr, unsigned char *p, size_t buf_len,
     return PML_DR2_HDR_EAGER_LEN + payload_len;
 }
 
+/* TINY's and LOCAL's envelope: ctx, src, tag, seq in 16-bit fields from `env` on (the
+ * caller checked pml_dr2_hdr_envelope_fits_short). */
+static inline void encode_short_envelope(unsigned char *env, const pml_dr2_match_hdr_t *match)
+{
+    put_u16(env, (uint16_t) match->ctx);
+    put_u16(env + 2, (uint16_t) match->src);
+    put_u16(env + 4, (uint16_t) match->tag); /* two's complement, as put_i32 */
+    put_u16(env + 6, match->seq);
+}
+
 size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *buf,
                                       size_t buf_len, const void *payload, uint32_t payload_len)
 {
@@ -399,10 +403,7 @@ size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *bu
     p[0] = PML_DR2_HDR_TINY;
     put_u24(p + TINY_OFF_VFRAG, match->vfrag);
     put_u32(p + OFF_HDR_CRC, 0);
-    put_u16(p + TINY_OFF_CTX, (uint16_t) match->ctx);
-    put_u16(p + TINY_OFF_SRC, (uint16_t) match->src);
-    put_u16(p + TINY_OFF_TAG, (uint16_t) match->tag); /* two's complement, as put_i32 */
-    put_u16(p + TINY_OFF_SEQ, match->seq);
+    encode_short_envelope(p + TINY_OFF_CTX, match);
     crc = pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_TINY_LEN, p + PML_DR2_HDR_TINY_LEN,
                                         payload, payload_len);
     put_u32(p + OFF_HDR_CRC, crc);
@@ -420,10 +421,7 @@ size_t pml_dr2_hdr_pack_local(const pml_dr2_match_hdr_t *match, void *buf, size_
     }
     p[0] = PML_DR2_HDR_LOCAL;
     p[LOCAL_OFF_RESERVED1] = 0;
-    put_u16(p + LOCAL_OFF_CTX, (uint16_t) match->ctx);
-    put_u16(p + LOCAL_OFF_SRC, (uint16_t) match->src);
-    put_u16(p + LOCAL_OFF_TAG, (uint16_t) match->tag); /* two's complement, as put_i32 */
-    put_u16(p + LOCAL_OFF_SEQ, match->seq);
+    encode_short_envelope(p + LOCAL_OFF_CTX, match);
     put_u16(p + LOCAL_OFF_RESERVED2, 0);
     if (payload_len > 0) {
         memcpy(p + PML_DR2_HDR_LOCAL_LEN, payload, payload_len);
@@ -661,33 +659,50 @@ static pml_dr2_hdr_status_t decode_ack(const unsigned char *p, size_t buf_len, p
     return 0 == hdr->ack.mask ? PML_DR2_HDR_ERR_MASK : PML_DR2_HDR_OK;
 }
 
+/* TINY and LOCAL: a header of hdr_len bytes with the message's envelope in 16-bit fields
+ * at `env` (ctx, src, tag, seq), its payload the rest of the segment, at most wire_max
+ * (the type's) and max_payload (the caller's) bytes. */
+static inline pml_dr2_hdr_status_t decode_short(const unsigned char *p, size_t buf_len,
+                                                uint8_t type, size_t hdr_len, size_t env,
+                                                uint32_t wire_max, uint32_t max_payload,
+                                                pml_dr2_hdr_t *hdr)
+{
+    uint16_t tag;
+
+    if (buf_len < hdr_len) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (buf_len - hdr_len > wire_max || buf_len - hdr_len > max_payload) {
+        return PML_DR2_HDR_ERR_TOO_LONG;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = type;
+    hdr->hdr_len = (uint8_t) hdr_len;
+    hdr->frag_len = (uint32_t) (buf_len - hdr_len);
+    hdr->match.ctx = get_u16(p + env);
+    hdr->match.src = get_u16(p + env + 2);
+    tag = get_u16(p + env + 4);
+    hdr->match.tag = tag <= INT16_MAX ? (int32_t) tag : (int32_t) tag - 65536;
+    hdr->match.seq = get_u16(p + env + 6);
+    hdr->match.frag_count = 1;
+    hdr->match.msg_len = hdr->frag_len;
+    return PML_DR2_HDR_OK;
+}
+
 /* TINY: every byte after its 16 is its payload; the checksum covers all of them. */
 static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
                                         uint32_t max_payload, pml_dr2_hdr_t *hdr)
 {
-    uint16_t tag;
+    pml_dr2_hdr_status_t status = decode_short(p, buf_len, PML_DR2_HDR_TINY, PML_DR2_HDR_TINY_LEN,
+                                               TINY_OFF_CTX, PML_DR2_HDR_TINY_MAX_PAYLOAD,
+                                               max_payload, hdr);
 
-    if (buf_len < PML_DR2_HDR_TINY_LEN) {
-        return PML_DR2_HDR_ERR_TRUNCATED;
+    if (PML_DR2_HDR_OK != status) {
+        return status;
     }
-    if (buf_len - PML_DR2_HDR_TINY_LEN > PML_DR2_HDR_TINY_MAX_PAYLOAD
-        || buf_len - PML_DR2_HDR_TINY_LEN > max_payload) {
-        return PML_DR2_HDR_ERR_TOO_LONG;
-    }
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->type = PML_DR2_HDR_TINY;
     hdr->flags = PML_DR2_HDR_FLAG_ACK_NOW; /* a first transmission, as an EAGER's */
-    hdr->hdr_len = PML_DR2_HDR_TINY_LEN;
-    hdr->frag_len = (uint32_t) (buf_len - PML_DR2_HDR_TINY_LEN);
     hdr->data_crc = get_u32(p + OFF_HDR_CRC);
-    hdr->match.ctx = get_u16(p + TINY_OFF_CTX);
-    hdr->match.src = get_u16(p + TINY_OFF_SRC);
-    tag = get_u16(p + TINY_OFF_TAG);
-    hdr->match.tag = tag <= INT16_MAX ? (int32_t) tag : (int32_t) tag - 65536;
-    hdr->match.seq = get_u16(p + TINY_OFF_SEQ);
-    hdr->match.frag_count = 1;
     hdr->match.vfrag = get_u24(p + TINY_OFF_VFRAG);
-    hdr->match.msg_len = hdr->frag_len;
     if (hdr->data_crc
         != pml_dr2_crc32c_header_payload(p, PML_DR2_HDR_TINY_LEN, NULL, p + PML_DR2_HDR_TINY_LEN,
                                          hdr->frag_len)) {
@@ -700,30 +715,15 @@ static pml_dr2_hdr_status_t decode_tiny(const unsigned char *p, size_t buf_len,
 static pml_dr2_hdr_status_t decode_local(const unsigned char *p, size_t buf_len,
                                          uint32_t max_payload, pml_dr2_hdr_t *hdr)
 {
-    uint16_t tag;
+    pml_dr2_hdr_status_t status = decode_short(p, buf_len, PML_DR2_HDR_LOCAL,
+                                               PML_DR2_HDR_LOCAL_LEN, LOCAL_OFF_CTX,
+                                               PML_DR2_HDR_LOCAL_MAX_PAYLOAD, max_payload, hdr);
 
-    if (buf_len < PML_DR2_HDR_LOCAL_LEN) {
-        return PML_DR2_HDR_ERR_TRUNCATED;
-    }
-    if (0 != p[LOCAL_OFF_RESERVED1] || 0 != get_u16(p + LOCAL_OFF_RESERVED2)) {
+    if (PML_DR2_HDR_OK == status
+        && (0 != p[LOCAL_OFF_RESERVED1] || 0 != get_u16(p + LOCAL_OFF_RESERVED2))) {
         return PML_DR2_HDR_ERR_RESERVED;
     }
-    if (buf_len - PML_DR2_HDR_LOCAL_LEN > PML_DR2_HDR_LOCAL_MAX_PAYLOAD
-        || buf_len - PML_DR2_HDR_LOCAL_LEN > max_payload) {
-        return PML_DR2_HDR_ERR_TOO_LONG;
-    }
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->type = PML_DR2_HDR_LOCAL;
-    hdr->hdr_len = PML_DR2_HDR_LOCAL_LEN;
-    hdr->frag_len = (uint32_t) (buf_len - PML_DR2_HDR_LOCAL_LEN);
-    hdr->match.ctx = get_u16(p + LOCAL_OFF_CTX);
-    hdr->match.src = get_u16(p + LOCAL_OFF_SRC);
-    tag = get_u16(p + LOCAL_OFF_TAG);
-    hdr->match.tag = tag <= INT16_MAX ? (int32_t) tag : (int32_t) tag - 65536;
-    hdr->match.seq = get_u16(p + LOCAL_OFF_SEQ);
-    hdr->match.frag_count = 1;
-    hdr->match.msg_len = hdr->frag_len;
-    return PML_DR2_HDR_OK;
+    return status;
 }
 
 /* Every type but TINY and LOCAL. Out of line, so that those two, the common small

@@ -92,7 +92,7 @@ void mca_pml_dr2_local_receive(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hd
     struct mca_pml_dr2_recv_request_t *req;
     ompi_communicator_t *comm;
 
-    if (OPAL_UNLIKELY(!peer->rx_local)) {
+    if (OPAL_UNLIKELY(!peer->paths[peer->rx_path].no_wire)) {
         mca_pml_dr2.counters.malformed++; /* unchecked data from across a wire */
         return;
     }

@@ -13,7 +13,7 @@
  * and payload, no vfrag id, no checksum, no ACK. The send is complete when the BTL has
  * taken the segment (ob1's inline send). The receiver matches it by its sequence number
  * like any message, so it keeps MPI's order among the peer's messages however these
- * travelled. A LOCAL from a peer with a path that crosses a wire is malformed: dropped and
+ * travelled. A LOCAL that arrives on a path that crosses a wire is malformed: dropped and
  * counted, never matched.
  *
  * Not used while fault injection is on (what it injects must be behind the protocol), and

@@ -32,7 +32,6 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->tx_crc = true;
     peer->tx_tiny = true;
     peer->tx_local = false;
-    peer->rx_local = false;
     peer->tx_next_id = 0;
     pml_dr2_id_guard_clear(&peer->tx_id_guard);
     OBJ_CONSTRUCT(&peer->tx_unacked, opal_list_t);
@@ -120,8 +119,7 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
             peer->tx_tiny = false;
         }
     }
-    peer->rx_local = peer->npaths > 0 && peer->tx_tiny;
-    peer->tx_local = peer->rx_local && mca_pml_dr2_local_enabled();
+    peer->tx_local = peer->npaths > 0 && peer->tx_tiny && mca_pml_dr2_local_enabled();
 }
 
 /* pml_dr2_frag_size, capped by the smallest largest send of the peer's paths less our

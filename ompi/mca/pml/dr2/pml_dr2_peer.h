@@ -51,7 +51,8 @@ typedef struct mca_pml_dr2_peer_t {
                                 * MCA_PML_DR2_SMALL_CHECKED_MAX) */
     bool tx_tiny;              /* small messages may go as TINY (no path crosses a wire:
                                 * peer_choose_checksum) */
-    bool tx_local;             /* small messages go as LOCAL (pml_dr2_local.h) */
+    bool tx_local;             /* small messages go as LOCAL (no path crosses a wire:
+                                * pml_dr2_local.h) */
     uint32_t tx_next_id;       /* next vfrag id */
     pml_dr2_id_guard_t tx_id_guard; /* ids of tx_await_match ahead (pml_dr2_window.h) */
     opal_list_t tx_unacked;    /* mca_pml_dr2_vfrag_t not fully acknowledged, by id */
@@ -66,7 +67,6 @@ typedef struct mca_pml_dr2_peer_t {
     pml_dr2_copy_choice_t tx_copy; /* how fragment payloads are copied (pml_dr2_copy auto) */
 
     /* ---- receiving ---- */
-    bool rx_local;               /* no path crosses a wire: it may send LOCALs */
     pml_dr2_window_t rx_window;  /* completed vfrag ids */
     opal_hash_table_t rx_vfrags; /* id -> mca_pml_dr2_rx_vfrag_t, vfrags being received */
     opal_hash_table_t rx_msgs;   /* msg id -> mca_pml_dr2_rxmsg_t, messages being received */
