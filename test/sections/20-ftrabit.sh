@@ -13,6 +13,12 @@ for np in 1 2 3 4 7 8; do mpi bcast "$np" pass test/mpi/coll_bcast "${FT[@]}"; d
 mpi bcast/pipeline-small-segments 5 pass test/mpi/coll_bcast "${FT[@]}" \
     --mca coll_ftrabit_bcast_algorithm pipeline --mca coll_ftrabit_bcast_segment_bytes 1000
 mpi bcast/binomial 4 pass test/mpi/coll_bcast "${FT[@]}" --mca coll_ftrabit_bcast_algorithm binomial
+# 8-15 ranks: a k-nomial tree of radix 4 from 64 B, linear from 32 KiB; k-nomial forced on
+# sizes where its last level is incomplete
+mpi bcast 11 pass test/mpi/coll_bcast "${FT[@]}"
+for np in 5 10; do
+    mpi bcast/knomial "$np" pass test/mpi/coll_bcast "${FT[@]}" --mca coll_ftrabit_bcast_algorithm knomial
+done
 for np in 1 2 3 5; do mpi selection "$np" pass test/mpi/coll_selection "${FT[@]}"; done
 mpi selection/excluded 2 pass test/mpi/coll_selection "${FT[@]}" --mca coll ^ftrabit -- excluded
 for alg in recursive_doubling reduce_scatter_allgather; do

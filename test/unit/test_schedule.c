@@ -100,32 +100,54 @@ static void rsag_ranges_tile_the_vector(void)
     }
 }
 
-/* The binomial tree spans every rank once, parents are smaller, and the child lists
- * agree with the parent function. */
-static void binomial_tree_spans(void)
+/* The k-nomial trees (radix 2: binomial) span every rank once, parents are smaller, the
+ * child lists agree with the parent function, and no rank is more than ceil(log_radix(size))
+ * hops from the root. */
+static void knomial_trees_span(void)
 {
-    for (int size = 1; size <= 130; size++) {
-        int *reached = calloc(size, sizeof(int));
-        reached[0] = 1;
-        for (int v = 0; v < size; v++) {
-            int children[FTRABIT_MAX_STEPS];
-            int n = ftrabit_binomial_children(size, v, children, FTRABIT_MAX_STEPS);
-            for (int i = 0; i < n; i++) {
-                CHECK(children[i] > v && children[i] < size);
-                CHECK(ftrabit_binomial_parent(children[i]) == v);
-                if (i > 0) {
-                    CHECK(children[i] < children[i - 1]); /* largest subtree first */
+    for (int radix = 2; radix <= 5; radix++) {
+        for (int size = 1; size <= 130; size++) {
+            int *reached = calloc(size, sizeof(int));
+            int rounds = 0, depth_max = 0;
+            for (long span = 1; span < size; span *= radix) {
+                rounds++;
+            }
+            reached[0] = 1;
+            for (int v = 0; v < size; v++) {
+                int children[FTRABIT_MAX_TREE_CHILDREN], depth = 0;
+                int n = ftrabit_knomial_children(size, v, radix, children,
+                                                 FTRABIT_MAX_TREE_CHILDREN);
+                CHECK(n <= (radix - 1) * (rounds > 0 ? rounds : 1));
+                for (int i = 0; i < n; i++) {
+                    CHECK(children[i] > v && children[i] < size);
+                    CHECK(ftrabit_knomial_parent(children[i], radix) == v);
+                    if (i > 0 && radix == 2) {
+                        CHECK(children[i] < children[i - 1]); /* largest subtree first */
+                    }
+                    reached[children[i]]++;
                 }
-                reached[children[i]]++;
+                for (int u = v; u > 0; u = ftrabit_knomial_parent(u, radix)) {
+                    CHECK(ftrabit_knomial_parent(u, radix) < u);
+                    depth++;
+                }
+                depth_max = depth > depth_max ? depth : depth_max;
             }
-            if (v > 0) {
-                CHECK(ftrabit_binomial_parent(v) < v);
+            for (int v = 0; v < size; v++) {
+                CHECK(reached[v] == 1);
             }
+            CHECK(depth_max <= rounds); /* a hop clears one base-radix digit */
+            free(reached);
         }
-        for (int v = 0; v < size; v++) {
-            CHECK(reached[v] == 1);
-        }
-        free(reached);
+    }
+    /* radix 4 over 8 ranks: the root sends to 4, 1, 2, 3; 4 to 5, 6, 7 */
+    {
+        int children[FTRABIT_MAX_TREE_CHILDREN];
+        CHECK(ftrabit_knomial_children(8, 0, 4, children, FTRABIT_MAX_TREE_CHILDREN) == 4);
+        CHECK(children[0] == 4 && children[1] == 1 && children[2] == 2 && children[3] == 3);
+        CHECK(ftrabit_knomial_children(8, 4, 4, children, FTRABIT_MAX_TREE_CHILDREN) == 3);
+        CHECK(children[0] == 5 && children[1] == 6 && children[2] == 7);
+        CHECK(ftrabit_knomial_children(8, 6, 4, children, FTRABIT_MAX_TREE_CHILDREN) == 0);
+        CHECK(ftrabit_knomial_parent(7, 4) == 4 && ftrabit_knomial_parent(3, 4) == 0);
     }
 }
 
@@ -166,11 +188,11 @@ static void algorithm_choice(void)
     CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING, 1 << 24, 1 << 22, 8, 0)
           == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 8, 8, 131072, false) == FTRABIT_BCAST_BINOMIAL);
-    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 8, 131072, false) == FTRABIT_BCAST_PIPELINE);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 16, 131072, false) == FTRABIT_BCAST_PIPELINE);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 2, 131072, false) == FTRABIT_BCAST_BINOMIAL);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_PIPELINE, 8, 2, 131072, false) == FTRABIT_BCAST_PIPELINE);
     /* ranks sharing cores: the chain waits for each rank's turn, the tree does not */
-    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 8, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 16, 131072, true) == FTRABIT_BCAST_BINOMIAL);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 16 << 20, 4, 131072, true) == FTRABIT_BCAST_BINOMIAL);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_PIPELINE, 1 << 20, 8, 131072, true) == FTRABIT_BCAST_PIPELINE);
     /* 4-7 ranks, 8 KiB up to 1 MiB: the root sends to all (as coll/tuned) */
@@ -180,7 +202,18 @@ static void algorithm_choice(void)
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 8191, 4, 131072, true) == FTRABIT_BCAST_BINOMIAL);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 4, 131072, true) == FTRABIT_BCAST_BINOMIAL);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 65536, 3, 131072, true) == FTRABIT_BCAST_BINOMIAL);
-    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 65536, 8, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    /* 8-15 ranks: k-nomial from 64 B, linear from 32 KiB (as coll/tuned) */
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 63, 8, 131072, true) == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 64, 8, 131072, true) == FTRABIT_BCAST_KNOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 32767, 15, 131072, false)
+          == FTRABIT_BCAST_KNOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 65536, 8, 131072, true) == FTRABIT_BCAST_LINEAR);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 16 << 20, 15, 131072, false)
+          == FTRABIT_BCAST_LINEAR);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 4096, 16, 131072, false)
+          == FTRABIT_BCAST_BINOMIAL);
+    CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_AUTO, 1 << 20, 16, 131072, false)
+          == FTRABIT_BCAST_PIPELINE);
     CHECK(ftrabit_choose_bcast(FTRABIT_BCAST_LINEAR, 8, 16, 131072, true) == FTRABIT_BCAST_LINEAR);
 }
 
@@ -189,7 +222,7 @@ int main(void)
     RUN(pow2_floor);
     RUN(fold_is_an_ordered_bijection);
     RUN(rsag_ranges_tile_the_vector);
-    RUN(binomial_tree_spans);
+    RUN(knomial_trees_span);
     RUN(segments);
     RUN(bcast_segment_size);
     RUN(algorithm_choice);

@@ -2,8 +2,11 @@
  * ompi-resilience: coll/ftrabit MPI_Bcast.
  *
  *   - binomial tree: log2(p) rounds of the whole message; latency-optimal;
+ *   - k-nomial tree of radix 4: log4(p) rounds, each parent sending to up to three
+ *     children a round; for 8-15 ranks and messages under 32 KiB (as coll/tuned);
  *   - linear: the root sends the whole message to every rank; for a few ranks, where no
- *     rank should wait for another to forward (coll_ftrabit_schedule.h);
+ *     rank should wait for another to forward, and from 32 KiB for 8-15 ranks
+ *     (coll_ftrabit_schedule.h);
  *   - pipeline: the message cut into segments that flow down a chain of ranks starting at
  *     the root; each rank forwards segment i while it receives segment i+1, so large
  *     messages take about (n + (p-2) * segment) / bandwidth.
@@ -27,23 +30,25 @@ static inline int ftrabit_real_rank(int vrank, int root, int size)
     return (vrank + root) % size;
 }
 
-static int ftrabit_bcast_binomial(char *buf, size_t count, ompi_datatype_t *dtype, int root,
-                                  ompi_communicator_t *comm)
+/* Down a k-nomial tree (radix 2: binomial). */
+static int ftrabit_bcast_tree(char *buf, size_t count, ompi_datatype_t *dtype, int root,
+                              ompi_communicator_t *comm, int radix)
 {
     int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
     int vrank = (rank - root + size) % size;
-    int children[FTRABIT_MAX_STEPS];
-    ompi_request_t *reqs[FTRABIT_MAX_STEPS];
+    int children[FTRABIT_MAX_TREE_CHILDREN];
+    ompi_request_t *reqs[FTRABIT_MAX_TREE_CHILDREN];
     int err;
 
     if (0 != vrank) {
-        int parent = ftrabit_real_rank(ftrabit_binomial_parent(vrank), root, size);
+        int parent = ftrabit_real_rank(ftrabit_knomial_parent(vrank, radix), root, size);
         err = ftrabit_recv(buf, count, dtype, parent, FTRABIT_TAG, comm);
         if (MPI_SUCCESS != err) {
             return err;
         }
     }
-    int nchildren = ftrabit_binomial_children(size, vrank, children, FTRABIT_MAX_STEPS);
+    int nchildren = ftrabit_knomial_children(size, vrank, radix, children,
+                                             FTRABIT_MAX_TREE_CHILDREN);
     if (1 == nchildren) {
         /* A blocking send needs no request: the PML may send a small message inline (on 2
          * ranks, the root's only send). */
@@ -65,13 +70,13 @@ static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype,
                                 ompi_communicator_t *comm)
 {
     int size = ompi_comm_size(comm), nreqs = 0, err = MPI_SUCCESS;
-    ompi_request_t *few[FTRABIT_BCAST_LINEAR_MAX_RANKS], **reqs = few;
+    ompi_request_t *few[FTRABIT_BCAST_MID_MAX_RANKS], **reqs = few;
 
     if (ompi_comm_rank(comm) != root) {
         return ftrabit_recv(buf, count, dtype, root, FTRABIT_TAG, comm);
     }
     /* auto picks linear for a few ranks only: no allocation per call then */
-    if (size > FTRABIT_BCAST_LINEAR_MAX_RANKS
+    if (size > FTRABIT_BCAST_MID_MAX_RANKS
         && NULL == (reqs = malloc((size_t) size * sizeof(*reqs)))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -191,8 +196,10 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
     int err;
     FTRABIT_VERBOSE(10, "coll:ftrabit: bcast of %d elements from %d on %s: %s", count, root,
                     ompi_comm_print_cid(comm),
-                    FTRABIT_BCAST_PIPELINE == alg ? "pipeline"
-                    : FTRABIT_BCAST_LINEAR == alg ? "linear" : "binomial");
+                    FTRABIT_BCAST_PIPELINE == alg  ? "pipeline"
+                    : FTRABIT_BCAST_LINEAR == alg  ? "linear"
+                    : FTRABIT_BCAST_KNOMIAL == alg ? "knomial"
+                                                   : "binomial");
     switch (alg) {
     case FTRABIT_BCAST_PIPELINE:
         err = ftrabit_bcast_pipeline(buff, count, dtype, root, comm);
@@ -200,8 +207,11 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
     case FTRABIT_BCAST_LINEAR:
         err = ftrabit_bcast_linear(buff, count, dtype, root, comm);
         break;
+    case FTRABIT_BCAST_KNOMIAL:
+        err = ftrabit_bcast_tree(buff, count, dtype, root, comm, FTRABIT_BCAST_KNOMIAL_RADIX);
+        break;
     default:
-        err = ftrabit_bcast_binomial(buff, count, dtype, root, comm);
+        err = ftrabit_bcast_tree(buff, count, dtype, root, comm, 2);
     }
     return ftrabit_collective_outcome(err, comm);
 }

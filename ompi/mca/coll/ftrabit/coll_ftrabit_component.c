@@ -51,6 +51,7 @@ static const mca_base_var_enum_value_t bcast_algorithms[] = {
     {FTRABIT_BCAST_BINOMIAL, "binomial"},
     {FTRABIT_BCAST_PIPELINE, "pipeline"},
     {FTRABIT_BCAST_LINEAR, "linear"},
+    {FTRABIT_BCAST_KNOMIAL, "knomial"},
     {0, NULL},
 };
 
@@ -155,10 +156,12 @@ static int ftrabit_register(void)
 
     c->bcast_algorithm = FTRABIT_BCAST_AUTO;
     register_enum("bcast_algorithm",
-                  "MPI_Bcast algorithm: auto (by size and ranks: linear for 4-7 ranks from "
-                  "8 KiB to 1 MiB, as coll/tuned), binomial (latency-optimal tree), "
-                  "pipeline (segmented chain from the root, bandwidth-optimal), linear (the "
-                  "root sends to every rank)",
+                  "MPI_Bcast algorithm: auto (by size and ranks, as coll/tuned where it "
+                  "counts: linear for 4-7 ranks from 8 KiB to 1 MiB; for 8-15 ranks knomial "
+                  "from 64 B and linear from 32 KiB), binomial (latency-optimal tree), "
+                  "knomial (a tree of radix 4: fewer rounds, more sends per round), pipeline "
+                  "(segmented chain from the root, bandwidth-optimal), linear (the root sends "
+                  "to every rank)",
                   bcast_algorithms, &c->bcast_algorithm);
 
     c->bcast_pipeline_min_bytes = 131072;

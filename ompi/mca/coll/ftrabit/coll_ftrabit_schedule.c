@@ -50,21 +50,38 @@ int ftrabit_rsag_schedule(int p2, int vrank, size_t count, ftrabit_rsag_step_t *
     return nsteps;
 }
 
-int ftrabit_binomial_parent(int vrank)
+int ftrabit_knomial_parent(int vrank, int radix)
 {
-    /* The parent clears the lowest set bit. */
-    return vrank & (vrank - 1);
+    int place = 1;
+
+    /* The parent clears the lowest nonzero base-radix digit. */
+    while ((vrank / place) % radix == 0) {
+        place *= radix;
+    }
+    return vrank - ((vrank / place) % radix) * place;
 }
 
-int ftrabit_binomial_children(int size, int vrank, int *children, int max_children)
+int ftrabit_knomial_children(int size, int vrank, int radix, int *children, int max_children)
 {
     int n = 0;
-    int lowbit = vrank ? (vrank & -vrank) : ftrabit_pow2_floor(size) << 1;
+    long top = 1; /* the place of vrank's lowest nonzero digit: its children are below it */
 
-    /* Largest subtree first: it has the longest way to go. */
-    for (int mask = lowbit >> 1; mask > 0; mask >>= 1) {
-        if (vrank + mask < size && n < max_children) {
-            children[n++] = vrank + mask;
+    if (0 == vrank) {
+        while (top < size) {
+            top *= radix;
+        }
+    } else {
+        while ((vrank / top) % radix == 0) {
+            top *= radix;
+        }
+    }
+    /* Largest subtrees first: they have the longest way to go. */
+    for (long place = top / radix; place > 0; place /= radix) {
+        for (int digit = 1; digit < radix; digit++) {
+            long child = vrank + digit * place;
+            if (child < size && n < max_children) {
+                children[n++] = (int) child;
+            }
         }
     }
     return n;
@@ -134,6 +151,11 @@ ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t byte
     if (size >= FTRABIT_BCAST_LINEAR_MIN_RANKS && size <= FTRABIT_BCAST_LINEAR_MAX_RANKS
         && bytes >= FTRABIT_BCAST_LINEAR_MIN_BYTES && bytes < FTRABIT_BCAST_LINEAR_MAX_BYTES) {
         return FTRABIT_BCAST_LINEAR;
+    }
+    if (size >= FTRABIT_BCAST_MID_MIN_RANKS && size <= FTRABIT_BCAST_MID_MAX_RANKS
+        && bytes >= FTRABIT_BCAST_KNOMIAL_MIN_BYTES) {
+        return bytes < FTRABIT_BCAST_MID_LINEAR_MIN_BYTES ? FTRABIT_BCAST_KNOMIAL
+                                                          : FTRABIT_BCAST_LINEAR;
     }
     return (bytes >= pipeline_min_bytes && size > 2 && !cores_shared) ? FTRABIT_BCAST_PIPELINE
                                                                       : FTRABIT_BCAST_BINOMIAL;

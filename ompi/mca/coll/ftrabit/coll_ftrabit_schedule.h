@@ -28,6 +28,7 @@ typedef enum {
     FTRABIT_BCAST_BINOMIAL = 1,
     FTRABIT_BCAST_PIPELINE = 2,
     FTRABIT_BCAST_LINEAR = 3,
+    FTRABIT_BCAST_KNOMIAL = 4,
 } ftrabit_bcast_alg_t;
 
 /* Under auto, communicators of FTRABIT_BCAST_LINEAR_MIN_RANKS to FTRABIT_BCAST_LINEAR_MAX_RANKS
@@ -41,6 +42,21 @@ typedef enum {
 #define FTRABIT_BCAST_LINEAR_MAX_RANKS 7
 #define FTRABIT_BCAST_LINEAR_MIN_BYTES 8192
 #define FTRABIT_BCAST_LINEAR_MAX_BYTES 1048576
+
+/* Under auto, communicators of FTRABIT_BCAST_MID_MIN_RANKS to FTRABIT_BCAST_MID_MAX_RANKS
+ * ranks broadcast messages from FTRABIT_BCAST_KNOMIAL_MIN_BYTES on over a k-nomial tree of
+ * radix FTRABIT_BCAST_KNOMIAL_RADIX (two rounds for up to 16 ranks, where the binomial tree
+ * takes three or four), and from FTRABIT_BCAST_MID_LINEAR_MIN_BYTES on linearly: as
+ * coll/tuned's fixed decision in Open MPI 5.0 does for 8-15 ranks (k-nomial of radix 4 for
+ * 64 B - 4 KiB, a binary tree then, basic_linear from 32 KiB). The binomial tree took
+ * 1.14-1.48x tuned's time at 8 ranks from 256 B (docs/bench/coll.md). */
+#define FTRABIT_BCAST_MID_MIN_RANKS 8
+#define FTRABIT_BCAST_MID_MAX_RANKS 15
+#define FTRABIT_BCAST_KNOMIAL_MIN_BYTES 64
+#define FTRABIT_BCAST_MID_LINEAR_MIN_BYTES 32768
+#define FTRABIT_BCAST_KNOMIAL_RADIX 4
+/* Children a k-nomial tree node may have: (radix - 1) per base-radix digit of an int. */
+#define FTRABIT_MAX_TREE_CHILDREN 64
 
 /*
  * Folding a communicator of `size` ranks onto the largest power of two p2 <= size:
@@ -79,10 +95,12 @@ typedef struct {
  * operation is kept. */
 int ftrabit_rsag_schedule(int p2, int vrank, size_t count, ftrabit_rsag_step_t *steps);
 
-/* Binomial tree rooted at virtual rank 0 over `size` ranks (vrank = (rank - root) mod size).
- * Parent of a non-root vrank, and the children in the order they are sent to. */
-int ftrabit_binomial_parent(int vrank);
-int ftrabit_binomial_children(int size, int vrank, int *children, int max_children);
+/* k-nomial tree of radix `radix` (>= 2; 2: the binomial tree) rooted at virtual rank 0 over
+ * `size` ranks (vrank = (rank - root) mod size): a vrank's parent clears its lowest nonzero
+ * base-radix digit. Parent of a non-root vrank, and the children in the order they are
+ * sent to (largest subtree first). */
+int ftrabit_knomial_parent(int vrank, int radix);
+int ftrabit_knomial_children(int size, int vrank, int radix, int *children, int max_children);
 
 /* Segment size in bytes of the pipelined broadcast of `bytes` bytes on `size` ranks: at
  * least `min_segment`. A pipeline of s-byte segments over a chain of p ranks takes about
