@@ -54,6 +54,9 @@ int ftrabit_knomial_parent(int vrank, int radix)
 {
     int place = 1;
 
+    if (vrank <= 0) {
+        return 0; /* the root has none */
+    }
     /* The parent clears the lowest nonzero base-radix digit. */
     while ((vrank / place) % radix == 0) {
         place *= radix;

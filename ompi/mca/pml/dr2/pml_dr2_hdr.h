@@ -346,8 +346,9 @@ size_t pml_dr2_hdr_pack_tiny_envelope(const pml_dr2_match_hdr_t *match, void *bu
 
 /* Encode the message with envelope `match` (ctx, src, tag and seq are read) as a LOCAL
  * followed by a copy of the payload. Returns the wire length, or 0 if it does not fit
- * (pml_dr2_hdr_envelope_fits_short, PML_DR2_HDR_LOCAL_MAX_PAYLOAD) or buf_len is too small. Decode returns it as type
- * LOCAL, frag_count 1, msg_len frag_len, vfrag and data_crc 0. */
+ * (pml_dr2_hdr_envelope_fits_short, PML_DR2_HDR_LOCAL_MAX_PAYLOAD) or buf_len is too
+ * small. Decode returns it as type LOCAL, frag_count 1, msg_len frag_len, vfrag and
+ * data_crc 0. */
 size_t pml_dr2_hdr_pack_local(const pml_dr2_match_hdr_t *match, void *buf, size_t buf_len,
                               const void *payload, uint32_t payload_len);
 
