@@ -188,7 +188,9 @@ static int dr2_register(void)
              "copied, a corrupt one is NACKed and resent) or none (nowhere: payload corruption "
              "goes undetected). The sender's choice travels in each header, so processes may "
              "differ. Headers are always checked, whatever this says, and a message of up to "
-             "256 bytes travels in a header whose checksum covers its payload too",
+             "256 bytes sent with the protocol travels in a header whose checksum covers its "
+             "payload too. Under auto, small messages to a process reached only by sm or self "
+             "go without checksum or ACK (pml_dr2_local_max)",
              checksum_values, OPAL_INFO_LVL_5, &m->checksum);
 
     m->crc32c_impl = PML_DR2_CRC32C_AUTO;

@@ -24,7 +24,7 @@ bool mca_pml_dr2_local_send(mca_pml_dr2_peer_t *peer, const pml_dr2_match_hdr_t 
     unsigned char seg[PML_DR2_HDR_LOCAL_LEN + PML_DR2_HDR_LOCAL_MAX_PAYLOAD];
     size_t seg_len;
 
-    if (!peer->tx_local || len > mca_pml_dr2.local_max) {
+    if (!mca_pml_dr2_local_fits(peer, len)) {
         return false;
     }
     seg_len = pml_dr2_hdr_pack_local(match, seg, sizeof(seg), buf, len);

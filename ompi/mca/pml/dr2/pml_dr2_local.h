@@ -35,10 +35,16 @@ static inline bool mca_pml_dr2_local_enabled(void)
            && !mca_pml_dr2.inject_enabled && !(mca_pml_dr2.inject_nomem > 0.0);
 }
 
+/* The message of `len` bytes to `peer` may go as a LOCAL. */
+static inline bool mca_pml_dr2_local_fits(const mca_pml_dr2_peer_t *peer, size_t len)
+{
+    return peer->tx_local && len <= mca_pml_dr2.local_max;
+}
+
 /* Send the message with envelope `match` (ctx, src, tag, seq) and `len` payload bytes as a
- * LOCAL, if the peer takes LOCALs and len is at most pml_dr2_local_max (lock held). True if
- * the BTL took it: the message is sent and complete. False if not sent (the caller sends it
- * the ordinary way, with the same sequence number). */
+ * LOCAL, if mca_pml_dr2_local_fits (lock held). True if the BTL took it: the message is
+ * sent and complete. False if not sent (the caller sends it the ordinary way, with the
+ * same sequence number). */
 bool mca_pml_dr2_local_send(mca_pml_dr2_peer_t *peer, const pml_dr2_match_hdr_t *match,
                             const void *buf, uint32_t len);
 

@@ -115,7 +115,7 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
          * cache line; over a network it is a send of its own (tcp: a system call, the
          * stack, a wakeup at the peer): 8-64 B across two simulated hosts took 6.5 us as
          * TINY against ob1's 5.2, EAGER 5.2-5.35 (docs/bench/dr2-cluster-analysis.md). */
-        if (pml_dr2_checksum_on_btl(PML_DR2_CHECKSUM_AUTO, btl)) {
+        if (!peer->paths[i].no_wire) {
             peer->tx_tiny = false;
         }
     }

@@ -175,7 +175,7 @@ static bool send_small_now(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
 /* A message send_small_now may take: one that fits a TINY or a LOCAL to this peer. */
 static inline bool small_now_fits(const mca_pml_dr2_peer_t *peer, size_t len)
 {
-    return len <= MCA_PML_DR2_TINY_SEND_MAX || (peer->tx_local && len <= mca_pml_dr2.local_max);
+    return len <= MCA_PML_DR2_TINY_SEND_MAX || mca_pml_dr2_local_fits(peer, len);
 }
 
 /* A small eager request to a peer that takes LOCALs, contiguous: sent now and complete. */
@@ -255,7 +255,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
         }
     }
 
-    if (complete_now && NULL == copy && peer->tx_local && len <= mca_pml_dr2.local_max
+    if (complete_now && NULL == copy && mca_pml_dr2_local_fits(peer, len)
         && send_local_request(sendreq, peer, comm, dcomm, len)) {
         return OMPI_SUCCESS;
     }
