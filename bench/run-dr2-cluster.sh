@@ -5,7 +5,8 @@
 #
 # Parts (PARTS, default all five):
 #   tcp1    ping-pong h0 <-> h1 over one data network (btl tcp, btl_tcp_if_include neta):
-#           ob1 and dr2 (its default checksum there: crc32c)
+#           ob1 and dr2 (its default checksum there: crc32c), and dr2 with btl/tcp's eager
+#           limit (64 KiB) instead of its default there (a fragment, 128 KiB)
 #   tcp2    the same over both data networks (neta,netb): ob1 (which splits a message over
 #           its BTLs by weight) and dr2 striped (vfrags over both paths)
 #   stream  a one-way stream (bench/dr2_stream, 1 MiB messages, 8 in flight) h0 -> h1 for
@@ -98,7 +99,11 @@ NET2=(--mca btl_tcp_if_include neta,netb)
 if has_part tcp1; then
     add_config tcp1-ob1 pp "ob1, one network" --mca pml ob1 "${TCP[@]}" "${NET1[@]}"
     add_config tcp1-dr2 pp "dr2, one network" --mca pml dr2 "${TCP[@]}" "${NET1[@]}"
-    add_group tcp1-ob1 tcp1-dr2
+    # what the default eager limit across a wire (a fragment, 128 KiB on tcp) buys against
+    # btl/tcp's own (64 KiB, a rendezvous from there)
+    add_config tcp1-dr2-e64 pp "dr2, eager limit 64 KiB" --mca pml dr2 "${TCP[@]}" "${NET1[@]}" \
+        --mca pml_dr2_eager_limit 65536
+    add_group tcp1-ob1 tcp1-dr2 tcp1-dr2-e64
 fi
 if has_part tcp2; then
     add_config tcp2-ob1 pp "ob1, two networks" --mca pml ob1 "${TCP[@]}" "${NET2[@]}"
@@ -445,8 +450,9 @@ pp_targets() {
 
 one_net_gbps=""
 if has_part tcp1; then
-    pp_aggregate tcp1-ob1 tcp1-dr2 >"$OUT/dr2-cluster-tcp1.dat"
-    pp_table "$OUT/dr2-cluster-tcp1.dat" "a. Two hosts, one network (neta): ping-pong" tcp1-ob1 tcp1-dr2
+    pp_aggregate tcp1-ob1 tcp1-dr2 tcp1-dr2-e64 >"$OUT/dr2-cluster-tcp1.dat"
+    pp_table "$OUT/dr2-cluster-tcp1.dat" "a. Two hosts, one network (neta): ping-pong" tcp1-ob1 tcp1-dr2 \
+        tcp1-dr2-e64
     pp_targets "$OUT/dr2-cluster-tcp1.dat" "a. one network" 65536 0.95 1.10
 fi
 if has_part tcp2; then

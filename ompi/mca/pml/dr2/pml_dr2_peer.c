@@ -30,6 +30,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->max_send_min = 0;
     peer->max_payload = 1;
     peer->tx_crc = true;
+    peer->crosses_wire = false;
     peer->tx_tiny = true;
     peer->tx_local = false;
     peer->tx_next_id = 0;
@@ -94,8 +95,6 @@ void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer)
     }
 }
 
-/* The checksum policy of the path to the peer: decided once, from the BTL that reaches it
- * (pml_dr2_checksum_on_btl). */
 /* The checksum policy is decided per BTL (pml_dr2_checksum_on_btl), but a fragment may be
  * resent on any of the peer's paths: if any path crosses a wire or a bus, every payload to
  * that peer carries a CRC. (BML gives a peer only the BTLs of its highest exclusivity, so
@@ -103,7 +102,7 @@ void mca_pml_dr2_peer_map_endpoints(mca_pml_dr2_peer_t *peer)
 static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
 {
     peer->tx_crc = false;
-    peer->tx_tiny = true;
+    peer->crosses_wire = false;
     for (int i = 0; i < peer->npaths; i++) {
         const char *btl = peer->paths[i].bml_btl->btl->btl_component->btl_version.mca_component_name;
         bool crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum, btl);
@@ -116,9 +115,10 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
          * stack, a wakeup at the peer): 8-64 B across two simulated hosts took 6.5 us as
          * TINY against ob1's 5.2, EAGER 5.2-5.35 (docs/bench/dr2-cluster-analysis.md). */
         if (!peer->paths[i].no_wire) {
-            peer->tx_tiny = false;
+            peer->crosses_wire = true;
         }
     }
+    peer->tx_tiny = !peer->crosses_wire;
     peer->tx_local = peer->npaths > 0 && peer->tx_tiny && mca_pml_dr2_local_enabled();
 }
 
@@ -260,6 +260,18 @@ size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer)
         limit = peer->eager_limit_min;
         if (limit < MCA_PML_DR2_EAGER_LIMIT_FLOOR) {
             limit = MCA_PML_DR2_EAGER_LIMIT_FLOOR;
+        }
+        /* Over a wire the go-ahead's round trip costs as much as moving a whole fragment
+         * (two simulated hosts, 128 KiB: 51-57 us by rendezvous, 38-45 eagerly, ob1 40-44;
+         * docs/bench/dr2-cluster-analysis.md), so a message of up to a fragment's size
+         * (pml_dr2_frag_size, capped by the BTLs' largest send: 128 KiB on tcp) goes
+         * eagerly. In shared memory the round trip is a microsecond: the BTL's limit. */
+        if (peer->crosses_wire) {
+            size_t fragment = mca_pml_dr2.frag_size < peer->max_send_min
+                                  ? mca_pml_dr2.frag_size : peer->max_send_min;
+            if (limit < fragment) {
+                limit = fragment;
+            }
         }
     }
     return limit < MCA_PML_DR2_EAGER_LIMIT_MAX ? limit : MCA_PML_DR2_EAGER_LIMIT_MAX;
