@@ -165,6 +165,37 @@ int FTR_Finalize(void)
 
 /* ---- typed copies (the datatype may be non-contiguous) ----------------------------- */
 
+/* The size of `type` if it is one of the predefined types applications reduce and broadcast
+ * most, each element dense and its size apart; 0 for any other. Asking MPI for a type's
+ * size and both extents on every call was a quarter of what FTR_Allreduce adds to an
+ * 8-byte MPI_Allreduce (about 130 of 500 instructions, valgrind --tool=callgrind). Only
+ * predefined handles may be remembered: a derived type's handle can be freed and come back
+ * for another layout. */
+static int ftrabit_dense_basic_size(MPI_Datatype type)
+{
+    static struct {
+        MPI_Datatype type;
+        int size; /* 0 until first asked */
+    } basic[] = {{MPI_DOUBLE, 0},        {MPI_FLOAT, 0},         {MPI_INT, 0},
+                 {MPI_LONG, 0},          {MPI_LONG_LONG, 0},     {MPI_UNSIGNED, 0},
+                 {MPI_UNSIGNED_LONG, 0}, {MPI_UNSIGNED_LONG_LONG, 0},
+                 {MPI_INT64_T, 0},       {MPI_UINT64_T, 0},      {MPI_INT32_T, 0},
+                 {MPI_UINT32_T, 0},      {MPI_BYTE, 0},          {MPI_CHAR, 0},
+                 {MPI_UNSIGNED_CHAR, 0}, {MPI_SIGNED_CHAR, 0},   {MPI_SHORT, 0},
+                 {MPI_UNSIGNED_SHORT, 0}, {MPI_INT8_T, 0},       {MPI_UINT8_T, 0},
+                 {MPI_INT16_T, 0},       {MPI_UINT16_T, 0},      {MPI_C_BOOL, 0}};
+
+    for (size_t i = 0; i < sizeof(basic) / sizeof(basic[0]); i++) {
+        if (basic[i].type == type) {
+            if (0 == basic[i].size) {
+                MPI_Type_size(type, &basic[i].size); /* the same value from every thread */
+            }
+            return basic[i].size;
+        }
+    }
+    return 0;
+}
+
 /* Are `count` elements of `type` at buf exactly the *bytes bytes from buf on? Each element
  * must be dense (its true extent is its size, starting at buf) and, with more than one, the
  * next one must start where it ends: elements are `extent` apart, not `true extent` (a
@@ -172,8 +203,12 @@ int FTR_Finalize(void)
 static int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
 {
     MPI_Aint lb, extent, true_lb, true_extent;
-    int size;
+    int size = ftrabit_dense_basic_size(type);
 
+    if (size > 0) {
+        *bytes = (size_t) size * (size_t) (count > 0 ? count : 0);
+        return 1;
+    }
     MPI_Type_size(type, &size);
     MPI_Type_get_extent(type, &lb, &extent);
     MPI_Type_get_true_extent(type, &true_lb, &true_extent);
