@@ -155,20 +155,30 @@ run_args() { # TAG: the configuration's mpirun arguments, dr2's counters asked f
     [[ " ${run_argv[*]} " != *" pml dr2 "* ]] || run_argv+=(--mca pml_dr2_verbose 2)
 }
 
+# The VM's two vCPUs sit on cores that share a cache or on cores that do not, and the host
+# moves them between the two within seconds: a cache line goes back and forth in about 55 ns
+# or in about 320 ns, and every run, ob1's and dr2's alike, takes up to twice as long in the
+# second state (docs/bench/dr2-cluster-analysis.md). Each run records the round trip before
+# and after it (BASE.rtt).
+placement_probe() { # BASE: append one round trip (ns) to BASE.rtt
+    "$rtt_probe" | awk '{ printf "%s ", $4 }' >>"$1.rtt" || true
+}
+
 run_pp() { # TAG BASE
     local tag=$1 base=$2 rc=0 cluster_cmd
     run_args "$tag"
+    : >"$base.rtt"
+    placement_probe "$base"
     if [ "${cfg_kind[$tag]}" = pp-sm ]; then
-        "$rtt_probe" | awk '{ printf "%s ", $4 }' >"$base.rtt" || true
         timeout -k 5 "$RUN_TIMEOUT" "${mpirun[@]}" --bind-to core "${run_argv[@]}" -np 2 \
             "$pingpong" 8 "$MAX_BYTES" "$TRIALS" "$TRIAL_S" best >"$base.out" 2>"$base.err" </dev/null || rc=$?
-        "$rtt_probe" | awk '{ print $4 }' >>"$base.rtt" || true
     else
         cluster_mpirun_cmd "${mpirun[@]}" "${run_argv[@]}" --host "$(cluster_hosts_arg 1 2)" -np 2 \
             "$pingpong" 8 "$MAX_BYTES" "$TRIALS" "$TRIAL_S" best
         timeout -k 5 "$RUN_TIMEOUT" "${cluster_cmd[@]}" >"$base.out" 2>"$base.err" </dev/null || rc=$?
         cluster_reap >/dev/null 2>&1 || true
     fi
+    placement_probe "$base"
     # bytes, one-way µs, Gbit/s
     awk '!/^#/ && NF == 3 { printf "%d %.4f %.4f\n", $1, $2, $3 * 8 / 1000 }' "$base.out" >"$base.txt"
     [ "$rc" = 0 ] && [ -s "$base.txt" ]
@@ -177,10 +187,13 @@ run_pp() { # TAG BASE
 run_stream() { # TAG BASE
     local tag=$1 base=$2 rc=0 cluster_cmd
     run_args "$tag"
+    : >"$base.rtt"
+    placement_probe "$base"
     cluster_mpirun_cmd "${mpirun[@]}" "${run_argv[@]}" --host "$(cluster_hosts_arg 1 2)" -np 2 \
         "$stream" "$STREAM_S" "$STREAM_BYTES" "$STREAM_WINDOW" "$SAMPLE_MS" neta,netb
     timeout -k 5 "$RUN_TIMEOUT" "${cluster_cmd[@]}" >"$base.out" 2>"$base.err" </dev/null || rc=$?
     cluster_reap >/dev/null 2>&1 || true
+    placement_probe "$base"
     [ "$rc" = 0 ] && grep -q '^end ' "$base.out"
 }
 
@@ -194,6 +207,8 @@ sleep_until() {
 run_cut() { # TAG BASE: the stream through a cut and a heal of neta on h1
     local tag=$1 base=$2 rc=0 job t0 t net cluster_cmd
     run_args "$tag"
+    : >"$base.rtt"
+    placement_probe "$base"
     cluster_mpirun_cmd "${mpirun[@]}" "${run_argv[@]}" --host "$(cluster_hosts_arg 1 2)" -np 2 \
         "$stream" "$CUT_STREAM_S" "$STREAM_BYTES" "$STREAM_WINDOW" "$SAMPLE_MS" neta,netb
     : >"$base.out"
@@ -220,6 +235,7 @@ run_cut() { # TAG BASE: the stream through a cut and a heal of neta on h1
         echo "heal $(date +%s.%N)" >>"$base.events"
     fi
     wait "$job" || rc=$?
+    placement_probe "$base"
     echo "exit $rc" >>"$base.events"
     cluster_reset >/dev/null 2>&1 || true
     [ -n "$t0" ]
@@ -433,6 +449,39 @@ pp_table() {
     } >>"$tables"
 }
 
+# pp_same_cache_table A B: B's bandwidth over A's per size, median over the rounds in which
+# every placement probe of both runs found the cores sharing a cache (under 150 ns).
+pp_same_cache_table() {
+    local a=$1 b=$2 r rounds=() all=0 f
+    for f in "$RAW/$a"-r*.txt; do
+        [ -s "$f" ] || continue
+        r=${f##*-r}; r=${r%.txt}; all=$((all + 1))
+        cat "$RAW/$a-r$r.rtt" "$RAW/$b-r$r.rtt" 2>/dev/null \
+            | awk '{ for (i = 1; i <= NF; i++) { n++; if ($i >= 150) far++ } } END { exit !(n >= 4 && !far) }' \
+            && rounds+=("$r")
+    done
+    {
+        printf '\nPlacement (bench/cacheline_rtt before and after each run): the cores shared a cache for both runs of %d of %d rounds%s.\n' \
+            "${#rounds[@]}" "$all" "$( ((${#rounds[@]})) && printf ' (%s)' "${rounds[*]}")"
+        if ((${#rounds[@]})); then
+            printf '\n| size | %s / %s bandwidth, those rounds (median) | range |\n| ---: | ---: | :---: |\n' \
+                "${cfg_label[$b]}" "${cfg_label[$a]}"
+            for r in "${rounds[@]}"; do
+                join <(sort -k1,1 "$RAW/$a-r$r.txt") <(sort -k1,1 "$RAW/$b-r$r.txt") | awk '{ print $1, $2 / $4 }'
+            done | awk "$median_awk$human_awk"'
+                { if (!($1 in n)) sizes[++ns] = $1; v[$1, ++n[$1]] = $2 }
+                END {
+                    for (i = 2; i <= ns; i++) { x = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > x; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = x }
+                    for (i = 1; i <= ns; i++) {
+                        s = sizes[i]; lo = 1e9; hi = 0
+                        for (k = 1; k <= n[s]; k++) { x[k] = v[s, k]; if (x[k] < lo) lo = x[k]; if (x[k] > hi) hi = x[k] }
+                        printf "| %s | %.3f | %.2f-%.2f |\n", human(s), median(x, n[s]), lo, hi
+                    }
+                }'
+        fi
+    } >>"$tables"
+}
+
 # pp_targets DAT LABEL MIN_BW_BYTES BW_LIMIT LAT_LIMIT
 pp_targets() {
     local dat=$1 label=$2 min=$3 bwl=$4 latl=$5 lat worst at
@@ -454,12 +503,14 @@ if has_part tcp1; then
     pp_table "$OUT/dr2-cluster-tcp1.dat" "a. Two hosts, one network (neta): ping-pong" tcp1-ob1 tcp1-dr2 \
         tcp1-dr2-e64
     pp_targets "$OUT/dr2-cluster-tcp1.dat" "a. one network" 65536 0.95 1.10
+    pp_same_cache_table tcp1-ob1 tcp1-dr2
 fi
 if has_part tcp2; then
     pp_aggregate tcp2-ob1 tcp2-dr2 "$(has_part tcp1 && echo tcp1-dr2)" >"$OUT/dr2-cluster-tcp2.dat"
     pp_table "$OUT/dr2-cluster-tcp2.dat" "b. Two hosts, two networks (neta, netb): ping-pong" tcp2-ob1 tcp2-dr2 \
         "$(has_part tcp1 && echo tcp1-dr2)"
     pp_targets "$OUT/dr2-cluster-tcp2.dat" "b. two networks, striped" 65536 1.0 1.10
+    pp_same_cache_table tcp2-ob1 tcp2-dr2
     if has_part tcp1; then
         read -r worst at < <(awk '$1 >= 65536 && $14 != "-" { x = $14; if (!n++ || x < w) { w = x; s = $1 } } END { if (n) printf "%.3f %d\n", w, s; else print "- 0" }' "$OUT/dr2-cluster-tcp2.dat")
         printf '| b. ping-pong from 64 KiB up, dr2 striped / dr2 on one network (worst size) | ≥ 1.0 | %s at %s | %s |\n' \
@@ -505,9 +556,9 @@ if has_part cut; then
         printf 'averaging ≥ 0.9x the reference with each network carrying ≥ 5 %% of the wire bytes; longest stall\n'
         printf '(s without a delivered byte, after the cut); netb'"'"'s share of the wire bytes before the cut and in the\n'
         printf 'last 2 s; paths taken down and back up by dr2 (its log: a down before the cut is a false failover);\n'
-        printf 'the job'"'"'s exit (124: killed by the timeout).\n\n'
-        printf '| run | network cut | before | cut to heal | recovery s | after heal s | stall s | netb %% before / end | downs / ups | exit |\n'
-        printf '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
+        printf 'the job'"'"'s exit (124: killed by the timeout); a cache line'"'"'s round trip between the two cores before and after the run (about 55 ns: they share a cache; about 320 ns: they do not, and every run is slower).\n\n'
+        printf '| run | network cut | before | cut to heal | recovery s | after heal s | stall s | netb %% before / end | downs / ups | exit | cache line ns, before / after |\n'
+        printf '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
         for t in cut-dr2 cut-dr2-fast cut-ob1; do
             for f in "$RAW/$t"-r*.out; do
                 [ -f "${f%.out}.events" ] || continue
@@ -515,7 +566,8 @@ if has_part cut; then
                 cut_metrics "${f%.out}" "$one_net_gbps" | awk -v tag="$t round $rr" -v ex="$(awk '$1 == "exit" { print $2 }' "${f%.out}.events")" \
                     -v net="$(awk '$1 == "cut" { print $3 }' "${f%.out}.events")" \
                     -v du="$(grep -c ') is down' "${f%.out}.err" || true) / $(grep -c ') is up again' "${f%.out}.err" || true)" \
-                    '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s |\n", tag, net, $1, $2, $3, $4, $5, $6, $7, (tag ~ /ob1/ ? "–" : du), ex }'
+                    -v place="$(awk '{ printf "%s", (NF ? $1 " / " $NF : "–") }' "${f%.out}.rtt" 2>/dev/null)" \
+                    '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |\n", tag, net, $1, $2, $3, $4, $5, $6, $7, (tag ~ /ob1/ ? "–" : du), ex, (place == "" ? "–" : place) }'
             done
         done
     } >>"$tables"
@@ -538,8 +590,7 @@ if has_part sm; then
     pp_aggregate sm-ob1 sm-dr2 >"$OUT/dr2-cluster-sm.dat"
     pp_table "$OUT/dr2-cluster-sm.dat" "d. One host, btl sm: dr2 (checksum auto) against ob1 copy-in/out" sm-ob1 sm-dr2
     pp_targets "$OUT/dr2-cluster-sm.dat" "d. sm" 1048576 0.97 1.10
-    sm_rtt=$(cat "$RAW"/sm-*-r*.rtt 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) { n++; if ($i < 150) near++ } } END { printf "%d of %d cache-line round trips under 150 ns (cores sharing a cache)", near, n }')
-    printf '\nPlacement of the two cores (bench/cacheline_rtt before and after each sm run): %s.\n' "$sm_rtt" >>"$tables"
+    pp_same_cache_table sm-ob1 sm-dr2
 fi
 
 # ---- plots -----------------------------------------------------------------------------------------
