@@ -474,8 +474,8 @@ pp_same_cache_table() {
                     for (i = 2; i <= ns; i++) { x = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > x; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = x }
                     for (i = 1; i <= ns; i++) {
                         s = sizes[i]; lo = 1e9; hi = 0
-                        for (k = 1; k <= n[s]; k++) { x[k] = v[s, k]; if (x[k] < lo) lo = x[k]; if (x[k] > hi) hi = x[k] }
-                        printf "| %s | %.3f | %.2f-%.2f |\n", human(s), median(x, n[s]), lo, hi
+                        for (k = 1; k <= n[s]; k++) { r[k] = v[s, k]; if (r[k] < lo) lo = r[k]; if (r[k] > hi) hi = r[k] }
+                        printf "| %s | %.3f | %.2f-%.2f |\n", human(s), median(r, n[s]), lo, hi
                     }
                 }'
         fi
