@@ -121,6 +121,9 @@ static void another_path_delivering_takes_a_silent_path_down_sooner(void)
     CHECK(pml_dr2_path_fail(&paths[1], 1250, &params));
     CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 1, 1000, NOW, &params));
     CHECK(pml_dr2_path_timeout_says_down(paths, 3, 0, 3, 1000, NOW, &params)); /* the full budget */
+    /* ...which too needs the least silence: timeouts from a 2 ms floor spend it in 14 ms */
+    CHECK(!pml_dr2_path_timeout_says_down(paths, 3, 0, 3, 1000, 1000 + 49999, &params));
+    CHECK(pml_dr2_path_timeout_says_down(paths, 3, 0, 3, 1000, 1000 + 50000, &params));
     /* path 0 itself delivered since: an ordinary loss, whatever the others do */
     pml_dr2_path_acked(&paths[2], 0, 1400);
     pml_dr2_path_acked(&paths[0], 0, 1100);
@@ -155,6 +158,8 @@ static void probes_back_off_and_an_answer_brings_the_path_back(void)
     uint32_t s1, s2, s3, s4;
 
     pml_dr2_path_init(&p, &params);
+    pml_dr2_path_rtt_sample(&p, 100, &params); /* timed before it fails */
+    CHECK(p.has_rtt && p.rto_us != params.rto_initial_us);
     CHECK(!pml_dr2_path_probe_due(&p, 1u << 30)); /* an up path is never probed */
     CHECK(pml_dr2_path_fail(&p, 10000, &params));
     CHECK(!p.up);
@@ -173,20 +178,22 @@ static void probes_back_off_and_an_answer_brings_the_path_back(void)
     CHECK(p.probes_sent == 5);
     CHECK(s1 != s2 && s2 != s3 && s3 != s4);
     /* an id never sent is no answer */
-    CHECK(!pml_dr2_path_probe_answered(&p, s4 + 100, 30000));
+    CHECK(!pml_dr2_path_probe_answered(&p, s4 + 100, 30000, &params));
     CHECK(!p.up);
     /* the answer to an earlier probe of this down period is */
-    CHECK(pml_dr2_path_probe_answered(&p, s2, 30000));
+    CHECK(pml_dr2_path_probe_answered(&p, s2, 30000, &params));
     CHECK(p.up && p.ups == 1 && p.last_ack_us == 30000);
+    /* timed afresh: the round trips of before the outage do not count */
+    CHECK(!p.has_rtt && p.rto_us == params.rto_initial_us);
     /* answers after it changes nothing */
-    CHECK(!pml_dr2_path_probe_answered(&p, s3, 30001));
+    CHECK(!pml_dr2_path_probe_answered(&p, s3, 30001, &params));
     /* down again: answers to the probes of the last period are late echoes */
     CHECK(pml_dr2_path_fail(&p, 40000, &params));
     CHECK(p.next_probe_us == 41000); /* the backoff starts over */
-    CHECK(!pml_dr2_path_probe_answered(&p, s4, 40001));
+    CHECK(!pml_dr2_path_probe_answered(&p, s4, 40001, &params));
     CHECK(!p.up);
     s1 = pml_dr2_path_probe_sent(&p, 41000, &params);
-    CHECK(pml_dr2_path_probe_answered(&p, s1, 41500));
+    CHECK(pml_dr2_path_probe_answered(&p, s1, 41500, &params));
     CHECK(p.up && p.ups == 2 && p.downs == 2);
 }
 
@@ -201,8 +208,8 @@ static void probe_ids_wrap_around(void)
     (void) pml_dr2_path_probe_sent(&p, 1000, &params); /* UINT32_MAX */
     s = pml_dr2_path_probe_sent(&p, 2000, &params);    /* 0 */
     CHECK(0 == s);
-    CHECK(!pml_dr2_path_probe_answered(&p, UINT32_MAX - 1, 2100));
-    CHECK(pml_dr2_path_probe_answered(&p, UINT32_MAX, 2100));
+    CHECK(!pml_dr2_path_probe_answered(&p, UINT32_MAX - 1, 2100, &params));
+    CHECK(pml_dr2_path_probe_answered(&p, UINT32_MAX, 2100, &params));
 }
 
 static void unmeasured_paths_share_by_queued_bytes(void)

@@ -265,7 +265,7 @@ void mca_pml_dr2_path_probe_received(mca_pml_dr2_peer_t *peer, int arrival,
         return;
     }
     if (pml_dr2_path_probe_answered(&peer->path_state[index], hdr->ack.vfrag,
-                                    mca_pml_dr2_now_us())) {
+                                    mca_pml_dr2_now_us(), &mca_pml_dr2.path_params)) {
         mca_pml_dr2.path_counters.ups[index]++;
         mca_pml_dr2.timers_armed--; /* its probe timer */
         peer->paths[index].wdog_expired = false;

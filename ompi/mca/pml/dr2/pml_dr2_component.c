@@ -288,7 +288,9 @@ static int dr2_register(void)
     reg("path_stall_us",
         "Silence on a path, in microseconds, that counts as a cut while another path to the "
         "same peer shows the peer alive: the least time a vfrag stays unacknowledged before "
-        "pml_dr2_path_evidence_budget takes its path out, and the time after which the "
+        "its path is taken out (by pml_dr2_path_evidence_budget or "
+        "pml_dr2_path_retry_budget: a receiver held up for a few timeouts of the 2 ms floor "
+        "does not take a path down), and the time after which the "
         "local-completion watchdog (pml_dr2_local_timeout_us) gives up on the path's "
         "transport (a silent cut strands what the transport already holds, btl/tcp: a full "
         "socket; those vfrags' ACK timers, which wait for the transport to send them, start "

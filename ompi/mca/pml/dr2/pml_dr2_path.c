@@ -90,11 +90,16 @@ bool pml_dr2_path_timeout_says_down(const pml_dr2_path_state_t *paths, int n, in
     if (!p->up || 0 == params->retry_budget || p->last_ack_us >= sent_at_us) {
         return false;
     }
+    /* Never on a shorter silence, whichever budget is spent: timeouts from the 2 ms floor
+     * spend 5 expiries in 32 ms, and a receiver held up that long (a VM whose cores the
+     * host moved) took a healthy network down, twice in one 7.5 s stream. */
+    if (now_us - sent_at_us < params->evidence_silence_us) {
+        return false;
+    }
     if (retries >= params->retry_budget) {
         return true;
     }
     return params->evidence_budget > 0 && retries >= params->evidence_budget
-           && now_us - sent_at_us >= params->evidence_silence_us
            && pml_dr2_path_others_alive_since(paths, n, index, sent_at_us);
 }
 
@@ -124,7 +129,8 @@ uint32_t pml_dr2_path_probe_sent(pml_dr2_path_state_t *p, uint64_t now_us,
     return ++p->probe_seq;
 }
 
-bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t now_us)
+bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t now_us,
+                                 const pml_dr2_path_params_t *params)
 {
     /* ids compared modulo 2^32: in [probe_first_seq, probe_seq] */
     if (p->up || (int32_t) (seq - p->probe_first_seq) < 0 || (int32_t) (p->probe_seq - seq) < 0) {
@@ -133,6 +139,14 @@ bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t
     p->up = true;
     p->ups++;
     p->last_ack_us = now_us;
+    /* The round trips measured before the path went down say nothing of it now: the
+     * connection behind it is recovering from the outage (TCP restarts from one segment
+     * after its retransmission timeouts, with our fragments queued behind). Timed by them,
+     * the first fragments took the path down again 32 ms after a heal (5 timeouts from
+     * 2 ms). As RFC 6298 allows after repeated backoff, start again from the initial
+     * timeout and the next sample. */
+    p->has_rtt = false;
+    p->rto_us = params->rto_initial_us;
     return true;
 }
 

@@ -20,7 +20,8 @@
  *    path's. Time alone cannot tell a cut from a receiver that is descheduled or busy,
  *    which is why the plain budget is long; a descheduled receiver acknowledges and answers
  *    nothing on any path, so the evidence rule can be quick without taking down paths that
- *    were only waiting.
+ *    were only waiting. Neither takes a path down before the vfrag was unacknowledged for
+ *    `evidence_silence_us`.
  * A down path is probed: a probe goes out after `probe_interval_us`, then at doubling
  * intervals up to `probe_interval_max_us`; the first answer to any probe of the current
  * down period brings it back up (pml_dr2_path_probe_answered).
@@ -50,9 +51,9 @@ typedef struct {
     uint32_t retry_budget;          /* ACK timer expiries of one vfrag before the path is down */
     uint32_t evidence_budget;       /* the same while another path of the peer delivers
                                      * (0: that rule is off) */
-    uint32_t evidence_silence_us;   /* ...and the vfrag unacknowledged for this long at least:
-                                     * ACK timeouts alone (2 ms and more) took healthy paths
-                                     * down on busy cores */
+    uint32_t evidence_silence_us;   /* the vfrag unacknowledged for this long at least, under
+                                     * either budget: ACK timeouts alone (2 ms and more) took
+                                     * healthy paths down on busy cores */
     uint32_t probe_interval_us;     /* first probe after a path went down */
     uint32_t probe_interval_max_us; /* probe backoff cap */
     uint32_t rto_initial_us, rto_min_us, rto_max_us; /* ACK timeout bounds (RFC 6298) */
@@ -99,8 +100,8 @@ void pml_dr2_path_acked(pml_dr2_path_state_t *p, uint64_t bytes, uint64_t now_us
 /* A vfrag carried by paths[index] (one of a peer's n paths) expired its ACK timer for the
  * `retries`-th time at `now_us`; its latest transmission left at `sent_at_us`. True if that
  * path is to be declared down: nothing it carries was acknowledged since that transmission,
- * and retries reached the budget, or the evidence budget after evidence_silence_us while
- * another path of the peer that is up showed the peer alive since then
+ * for evidence_silence_us at least, and retries reached the budget, or the evidence budget
+ * while another path of the peer that is up showed the peer alive since then
  * (pml_dr2_path_others_alive_since). (The latest transmission, not the first: a vfrag sent
  * before a cut, whose ACK the cut swallowed after something later on the path was
  * acknowledged, would otherwise never condemn the path and be resent on it for ever.)
@@ -140,8 +141,10 @@ uint32_t pml_dr2_path_probe_sent(pml_dr2_path_state_t *p, uint64_t now_us,
 
 /* The answer to probe `seq` arrived. True if that brought the path back up (it was down
  * and `seq` is a probe of the current down period: an answer to a probe of an earlier
- * period may be a late echo from before the path failed again). */
-bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t now_us);
+ * period may be a late echo from before the path failed again); its ACK timeout then
+ * starts again from params->rto_initial_us, its round-trip estimate from the next sample. */
+bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t now_us,
+                                 const pml_dr2_path_params_t *params);
 
 /* Which of the n paths takes a new vfrag of `bytes`: the up path with the least
  * (unacknowledged bytes + bytes) / weight (see the top of this file); ties go to the lowest
