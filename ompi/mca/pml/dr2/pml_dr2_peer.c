@@ -31,7 +31,7 @@ static void peer_construct(mca_pml_dr2_peer_t *peer)
     peer->max_payload = 1;
     peer->tx_crc = true;
     peer->crosses_wire = false;
-    peer->tx_tiny = true;
+    peer->eager_limit = 0;
     peer->tx_local = false;
     peer->tx_next_id = 0;
     pml_dr2_id_guard_clear(&peer->tx_id_guard);
@@ -118,8 +118,7 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
             peer->crosses_wire = true;
         }
     }
-    peer->tx_tiny = !peer->crosses_wire;
-    peer->tx_local = peer->npaths > 0 && peer->tx_tiny && mca_pml_dr2_local_enabled();
+    peer->tx_local = peer->npaths > 0 && !peer->crosses_wire && mca_pml_dr2_local_enabled();
 }
 
 /* pml_dr2_frag_size, capped by the smallest largest send of the peer's paths less our
@@ -136,6 +135,32 @@ static uint32_t peer_compute_max_payload(const mca_pml_dr2_peer_t *peer)
         payload = UINT32_MAX;
     }
     return payload > 0 ? (uint32_t) payload : 1;
+}
+
+/* mca_pml_dr2_peer_eager_limit's value, once the paths and crosses_wire are set. */
+static size_t peer_compute_eager_limit(const mca_pml_dr2_peer_t *peer)
+{
+    size_t limit = mca_pml_dr2.eager_limit;
+
+    if (0 == limit) {
+        limit = peer->eager_limit_min;
+        if (limit < MCA_PML_DR2_EAGER_LIMIT_FLOOR) {
+            limit = MCA_PML_DR2_EAGER_LIMIT_FLOOR;
+        }
+        /* Over a wire the go-ahead's round trip costs as much as moving a whole fragment
+         * (two simulated hosts, 128 KiB: 51-57 us by rendezvous, 38-45 eagerly, ob1 40-44;
+         * docs/bench/dr2-cluster-analysis.md), so a message of up to a fragment's size
+         * (pml_dr2_frag_size, capped by the BTLs' largest send: 128 KiB on tcp) goes
+         * eagerly. In shared memory the round trip is a microsecond: the BTL's limit. */
+        if (peer->crosses_wire) {
+            size_t fragment = mca_pml_dr2.frag_size < peer->max_send_min
+                                  ? mca_pml_dr2.frag_size : peer->max_send_min;
+            if (limit < fragment) {
+                limit = fragment;
+            }
+        }
+    }
+    return limit < MCA_PML_DR2_EAGER_LIMIT_MAX ? limit : MCA_PML_DR2_EAGER_LIMIT_MAX;
 }
 
 mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
@@ -166,6 +191,7 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
     mca_pml_dr2_paths_init(peer);
     peer->max_payload = peer_compute_max_payload(peer);
     peer_choose_checksum(peer);
+    peer->eager_limit = peer_compute_eager_limit(peer); /* after crosses_wire is known */
     opal_list_append(&mca_pml_dr2.peers, &peer->super);
     (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
                                             peer);
@@ -251,31 +277,6 @@ void mca_pml_dr2_peer_work_changed(mca_pml_dr2_peer_t *peer, bool work)
 }
 
 /* ---- sending on a path ------------------------------------------------------------ */
-
-size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer)
-{
-    size_t limit = mca_pml_dr2.eager_limit;
-
-    if (0 == limit) {
-        limit = peer->eager_limit_min;
-        if (limit < MCA_PML_DR2_EAGER_LIMIT_FLOOR) {
-            limit = MCA_PML_DR2_EAGER_LIMIT_FLOOR;
-        }
-        /* Over a wire the go-ahead's round trip costs as much as moving a whole fragment
-         * (two simulated hosts, 128 KiB: 51-57 us by rendezvous, 38-45 eagerly, ob1 40-44;
-         * docs/bench/dr2-cluster-analysis.md), so a message of up to a fragment's size
-         * (pml_dr2_frag_size, capped by the BTLs' largest send: 128 KiB on tcp) goes
-         * eagerly. In shared memory the round trip is a microsecond: the BTL's limit. */
-        if (peer->crosses_wire) {
-            size_t fragment = mca_pml_dr2.frag_size < peer->max_send_min
-                                  ? mca_pml_dr2.frag_size : peer->max_send_min;
-            if (limit < fragment) {
-                limit = fragment;
-            }
-        }
-    }
-    return limit < MCA_PML_DR2_EAGER_LIMIT_MAX ? limit : MCA_PML_DR2_EAGER_LIMIT_MAX;
-}
 
 size_t mca_pml_dr2_peer_rndv_data_max(mca_pml_dr2_peer_t *peer)
 {

@@ -44,14 +44,14 @@ typedef struct mca_pml_dr2_peer_t {
                             * must fit any path, it may be resent on another */
     size_t max_send_min;   /* the same for the largest send */
     uint32_t max_payload;  /* mca_pml_dr2_peer_max_payload, fixed once the paths are set up */
+    size_t eager_limit;    /* mca_pml_dr2_peer_eager_limit, likewise */
 
     /* ---- sending ---- */
     bool tx_crc;               /* payloads we send it carry a CRC32C (pml_dr2_checksum_on_btl);
                                 * those of small messages always do (TINY, EAGER:
                                 * MCA_PML_DR2_SMALL_CHECKED_MAX) */
-    bool crosses_wire;         /* one of its paths crosses a wire (not sm or self) */
-    bool tx_tiny;              /* small messages may go as TINY (no path crosses a wire:
-                                * peer_choose_checksum) */
+    bool crosses_wire;         /* one of its paths crosses a wire (not sm or self); if none
+                                * does, small messages may go as TINY (peer_choose_checksum) */
     bool tx_local;             /* small messages go as LOCAL (no path crosses a wire:
                                 * pml_dr2_local.h) */
     uint32_t tx_next_id;       /* next vfrag id */
@@ -318,8 +318,11 @@ static inline uint32_t mca_pml_dr2_peer_max_payload(const mca_pml_dr2_peer_t *pe
 /* Largest message sent eagerly to this peer: pml_dr2_eager_limit, or when that is 0, the
  * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the smallest eager limit of the peer's BTLs,
  * and to a peer across a wire at least a fragment's size (pml_dr2_frag_size, capped by the
- * smallest largest send of its BTLs). */
-size_t mca_pml_dr2_peer_eager_limit(mca_pml_dr2_peer_t *peer);
+ * smallest largest send of its BTLs). Read on every send. */
+static inline size_t mca_pml_dr2_peer_eager_limit(const mca_pml_dr2_peer_t *peer)
+{
+    return peer->eager_limit;
+}
 
 /* Most data a RNDV to this peer carries: the smallest eager limit of the peer's BTLs less
  * dr2's header (also capped by the fragment payload, by the caller). */

@@ -413,7 +413,7 @@ static void txmsg_send_eager_now(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_vfrag_t *
     int inline_ack, acks = 0, rc;
     int path = mca_pml_dr2_path_pick(peer, msg->msg_len + PML_DR2_HDR_MAX_LEN);
 
-    if (msg->msg_len <= MCA_PML_DR2_TINY_SEND_MAX && peer->tx_tiny) {
+    if (msg->msg_len <= MCA_PML_DR2_TINY_SEND_MAX && !peer->crosses_wire) {
         /* the ACKs we owe the peer wait for another segment, or go alone */
         len = mca_pml_dr2_txfrag_pack_tiny(msg, peer->tx_next_id, seg, sizeof(seg));
     }
@@ -478,7 +478,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
 
     /* txmsg_send_single's and mca_pml_dr2_txmsg_is_eager's conditions, for this message
      * (no larger than MCA_PML_DR2_TINY_SEND_MAX, below MCA_PML_DR2_SMALL_CHECKED_MAX) */
-    if (!peer->tx_tiny || len > frag_len
+    if (peer->crosses_wire || len > frag_len
         || !peer_takes_single_now(peer)) {
         return false;
     }
