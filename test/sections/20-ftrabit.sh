@@ -576,6 +576,25 @@ done
 # A revoke received while a communicator's context id is being allocated (Open MPI patch
 # 0007 skips the slot the allocation reserved; docs/ompi-patches.md).
 mpi ft/revoke-during-dup 2 pass test/mpi/ft_revoke_during_dup --with-ft ulfm -- 20
+# A process dies whose intercommunicator the others freed while a send on it was pending
+# (what coll/ftrabit does with a replacement that dies before it joins): the failure
+# handler's revoke of that intercommunicator crashed pml/ob1 (Open MPI patch 0016). Rank 2
+# dies; ranks 0 and 1 shrink and sum. Over ob1 and dr2, three runs each.
+freed_intercomm_peer_dies() { # PML
+    local pml=$1 log run
+    for run in 1 2 3; do
+        log=$logs/ft-freed-intercomm-peer-dies-$pml-$run.log
+        run_timed "$timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
+            --mca pml "$pml" -np 3 "$build/test/mpi/ft_freed_intercomm"
+        echo "run $run: exit code $rc"
+        sed 's/^/  | /' "$log" | head -n 20
+        [ "$timed_out" = 0 ] || { echo "HANG: no result after ${timeout_s}s"; return 1; }
+        [ "$(grep -ac "^ft_freed_intercomm: rank [01]: PASS" "$log")" = 2 ] || return 1
+        ! grep -aq "terminated with signal\|FAIL" "$log" || return 1
+    done
+}
+check ft/freed-intercomm-peer-dies/ob1 freed_intercomm_peer_dies ob1
+check ft/freed-intercomm-peer-dies/dr2 freed_intercomm_peer_dies dr2
 # A process whose TCP peer died is not killed by SIGPIPE when it writes to it again (Open
 # MPI patch 0015). A plain ULFM program with SIGPIPE at its default: coll/ftrabit, which
 # would ignore the signal, is left out.

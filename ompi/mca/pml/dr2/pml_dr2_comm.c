@@ -136,7 +136,11 @@ int mca_pml_dr2_revoke_comm(struct ompi_communicator_t *comm, bool coll_only)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
 
-    if (OMPI_COMM_IS_INTER(comm) && NULL != comm->c_local_comm) {
+    /* An intercommunicator freed while a request still holds it has lost its local
+     * communicator already (MPI_COMM_NULL): nothing to revoke there (Open MPI patch 0016
+     * mends the same walk in pml/ob1). */
+    if (OMPI_COMM_IS_INTER(comm) && NULL != comm->c_local_comm
+        && MPI_COMM_NULL != comm->c_local_comm) {
         mca_pml_dr2_revoke_comm(comm->c_local_comm, coll_only);
     }
     mca_pml_dr2_enter();
