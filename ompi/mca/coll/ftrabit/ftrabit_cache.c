@@ -142,8 +142,10 @@ void ftrabit_cache_return_slot(ftrabit_cache_t *cache, ftrabit_slot_t *slot)
 static void ftrabit_cache_insert_at(ftrabit_cache_t *cache, size_t at, uint64_t seq,
                                     uint64_t key, ftrabit_slot_t *slot, size_t len)
 {
-    memmove(&cache->entries[at + 1], &cache->entries[at],
-            (cache->count - at) * sizeof(ftrabit_cache_entry_t));
+    if (at < cache->count) { /* results mostly come in order: an append moves nothing */
+        memmove(&cache->entries[at + 1], &cache->entries[at],
+                (cache->count - at) * sizeof(ftrabit_cache_entry_t));
+    }
     cache->entries[at] = (ftrabit_cache_entry_t){
         .seq = seq, .key = key, .len = len, .data = slot->data, .capacity = slot->capacity};
     slot->data = NULL;

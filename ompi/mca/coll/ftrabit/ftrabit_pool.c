@@ -23,7 +23,8 @@ static int ftrabit_pool_class_of(size_t len)
         return -1;
     }
     uint64_t step = (uint64_t) 1 << (e - 2);
-    uint64_t quarters = ((uint64_t) len - ((uint64_t) 1 << e) + step - 1) / step; /* 1..4 */
+    /* 1..4; a shift, not a division by step: this runs twice per FTR call */
+    uint64_t quarters = ((uint64_t) len - ((uint64_t) 1 << e) + step - 1) >> (e - 2);
     return 1 + (e - 6) * 4 + (int) (quarters - 1);
 }
 
