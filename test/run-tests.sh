@@ -12,6 +12,8 @@ set -u
 build=$(cd "${1:?usage: test/run-tests.sh BUILD_DIR [FILTER]}" && pwd)
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 filter=${2:-}
+# shellcheck source=test/hang-stacks.sh
+. "$src/test/hang-stacks.sh"
 : "${OMPI_PREFIX:?set OMPI_PREFIX to the Open MPI install (scripts/test.sh does)}"
 timeout_s=${OMPIRES_TEST_TIMEOUT:-120}
 logs=$build/test-logs
@@ -34,14 +36,27 @@ launch=()
 
 # run_timed SECONDS LOG CMD...: run CMD with a timeout, output to LOG; sets $rc and
 # $timed_out. mpirun's own exit code can be 137 (a rank was SIGKILLed on purpose), so a
-# hang is told by timeout's message, not by the exit code.
+# hang is told by timeout's message, not by the exit code. A job still running at three
+# quarters of its time has its processes' stacks taken (gdb, test/hang-stacks.sh); on a
+# hang they end the log.
 run_timed() {
-    local limit=$1 log=$2
+    local limit=$1 log=$2 job
     shift 2
-    timeout --verbose -k 10 "$limit" "$@" </dev/null >"$log" 2>&1
+    rm -f "$log.stacks"
+    timeout --verbose -k 10 "$limit" "$@" </dev/null >"$log" 2>&1 &
+    job=$!
+    hang_watch "$job" $((limit * 3 / 4)) "$log.stacks"
+    wait "$job"
     rc=$?
+    hang_unwatch "$log.stacks"
     timed_out=0
-    if grep -aq "^timeout: sending signal" "$log"; then timed_out=1; fi
+    if grep -aq "^timeout: sending signal" "$log"; then
+        timed_out=1
+        if [ -s "$log.stacks" ]; then
+            echo "== stacks at $((limit * 3 / 4)) s ($log.stacks):" >>"$log"
+            cat "$log.stacks" >>"$log"
+        fi
+    fi
 }
 
 selected() { [ -z "$filter" ] || [[ "$1" == *"$filter"* ]]; }

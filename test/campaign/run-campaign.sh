@@ -43,6 +43,8 @@
 # among it), hung (the timeout).
 set -u
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=test/hang-stacks.sh
+. "$src/test/hang-stacks.sh"
 build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out="" pml=""
 only=() list=0 rejudge=0
 while [ $# -gt 0 ]; do
@@ -67,6 +69,8 @@ done
 : "${OMPI_PREFIX:?set OMPI_PREFIX to the Open MPI install}"
 build=$(cd "$build" && pwd)
 prog=$build/test/mpi/ft_campaign
+# Its processes: libtool's wrapper runs the program from .libs/.
+prog_pattern="^$build/test/mpi/(\\.libs/)?(lt-)?ft_campaign( |\$)"
 [ -x "$prog" ] || { echo "run-campaign.sh: $prog is not built (make tests)" >&2; exit 2; }
 [ "$max_np" -ge 3 ] || { echo "run-campaign.sh: --max-np must be at least 3" >&2; exit 2; }
 mkdir -p "$logs"
@@ -195,19 +199,27 @@ scenario_command() { # scenario_command ARRAY_NAME WITH_KILLS(0|1) MARKS_DIR
 # run_job LOG CMD...: one mpirun with the timeout; sets rc, hung. Processes of this build's
 # campaign program left behind (a replacement outliving its job) are ended by their id.
 run_job() {
-    local log=$1
+    local log=$1 job
     shift
+    rm -f "$log.rc" "$log.stacks"
     # Open MPI 5.0.7 can print "NBC_Progress: an error 75 ..." millions of times (a merge with
     # a dead replacement spins): those lines, and their fragments, are counted, not kept.
-    timeout --verbose -k 10 "$timeout_s" "$@" </dev/null 2>&1 \
+    { timeout --verbose -k 10 "$timeout_s" "$@" </dev/null 2>&1; echo "$?" >"$log.rc"; } \
         | awk '/NBC_Progress|schedule/ || length($0) <= 12 { n++; if (n <= 10) print; next } { print }
-               END { if (n > 10) print "run-campaign: " n - 10 " more lines of NBC_Progress errors not kept" }' >"$log"
-    rc=${PIPESTATUS[0]}
-    echo "$rc" >"$log.rc"
+               END { if (n > 10) print "run-campaign: " n - 10 " more lines of NBC_Progress errors not kept" }' >"$log" &
+    job=$!
+    # A job still running at three quarters of its time: its processes' stacks (gdb).
+    hang_watch "$job" $((timeout_s * 3 / 4)) "$log.stacks" "$prog_pattern"
+    wait "$job"
+    hang_unwatch "$log.stacks"
+    rc=$(cat "$log.rc" 2>/dev/null || echo 1)
     hung=0
-    grep -aq "^timeout: sending signal" "$log" && hung=1
+    if grep -aq "^timeout: sending signal" "$log"; then
+        hung=1
+        [ -s "$log.stacks" ] && echo "run-campaign: the stacks of the hung processes: $log.stacks" >>"$log"
+    fi
     local left
-    left=$(pgrep -f "^$prog( |$)" || true)
+    left=$(pgrep -f "$prog_pattern" || true)
     if [ -n "$left" ]; then
         echo "run-campaign: processes left after the job, ended: $(echo $left)" >>"$log"
         kill -9 $left 2>/dev/null || true
