@@ -36,10 +36,12 @@ hang_watch() {
     hang_watcher=""
     command -v gdb >/dev/null 2>&1 || return 0
     (
+        # quiet: when the job ends first, its sleep is killed, and a shell says so on stderr
+        exec 2>/dev/null
         sleep "$seconds"
-        kill -0 "$pid" 2>/dev/null || exit 0
+        kill -0 "$pid" || exit 0
         : >"$out.taking"
-        hang_stacks "$pid" "$pattern" >"$out" 2>&1
+        hang_stacks "$pid" "$pattern" >"$out"
         rm -f "$out.taking"
     ) &
     hang_watcher=$!
