@@ -17,6 +17,8 @@ filter=${2:-}
 : "${OMPI_PREFIX:?set OMPI_PREFIX to the Open MPI install (scripts/test.sh does)}"
 timeout_s=${OMPIRES_TEST_TIMEOUT:-120}
 logs=$build/test-logs
+# Marks every process this run starts (see the clean-up at the end).
+export OMPIRES_TEST_RUN="$$-$(date +%s%N)"
 rm -rf "$logs"
 mkdir -p "$logs"
 
@@ -168,8 +170,15 @@ for section in "$src"/test/sections/[0-9]*.sh; do
     . "$section"
 done
 
-# Leave nothing behind: a leftover rank would slow every later run on this machine.
-pkill -f "$build/test/" 2>/dev/null || true
+# Leave nothing behind: a leftover rank would slow every later run on this machine. Only
+# this run's processes (they inherit its OMPIRES_TEST_RUN): a kill campaign or another test
+# run using the same build at the same time is left alone (ending them here made their
+# jobs look hung).
+for pid in $(pgrep -f "$build/test/" || true); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPIRES_TEST_RUN=$OMPIRES_TEST_RUN"; then
+        kill "$pid" 2>/dev/null || true
+    fi
+done
 
 if [ ${#failures[@]} -gt 0 ]; then
     echo
