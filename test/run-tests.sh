@@ -42,12 +42,12 @@ launch=()
 # quarters of its time has its processes' stacks taken (gdb, test/hang-stacks.sh); on a
 # hang they end the log.
 run_timed() {
-    local limit=$1 log=$2 job
+    local limit=$1 log=$2 job stacks_at=$(($1 * 3 / 4))
     shift 2
     rm -f "$log.stacks"
     timeout --verbose -k 10 "$limit" "$@" </dev/null >"$log" 2>&1 &
     job=$!
-    hang_watch "$job" $((limit * 3 / 4)) "$log.stacks"
+    hang_watch "$job" "$stacks_at" "$log.stacks"
     wait "$job"
     rc=$?
     hang_unwatch "$log.stacks"
@@ -55,7 +55,7 @@ run_timed() {
     if grep -aq "^timeout: sending signal" "$log"; then
         timed_out=1
         if [ -s "$log.stacks" ]; then
-            echo "== stacks at $((limit * 3 / 4)) s ($log.stacks):" >>"$log"
+            echo "== stacks at $stacks_at s ($log.stacks):" >>"$log"
             cat "$log.stacks" >>"$log"
         fi
     fi
