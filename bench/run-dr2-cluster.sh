@@ -204,6 +204,13 @@ sleep_until() {
     sleep "$d"
 }
 
+tcp_snapshot() { # BASE LABEL: append both hosts' TCP connections (ss -tino) to BASE.ss
+    local h
+    for h in h0 h1; do
+        { echo "== $2 $h $(date +%s.%N)"; cluster_exec "$h" ss -tino state all 2>&1; } >>"$1.ss" || true
+    done
+}
+
 run_cut() { # TAG BASE: the stream through a cut and a heal of neta on h1
     local tag=$1 base=$2 rc=0 job t0 t net cluster_cmd
     run_args "$tag"
@@ -233,6 +240,10 @@ run_cut() { # TAG BASE: the stream through a cut and a heal of neta on h1
         echo "dropped $(cluster_dropped h1 "$net")" >>"$base.events"
         cluster_heal h1
         echo "heal $(date +%s.%N)" >>"$base.events"
+        # the hosts' TCP connections right after the heal and 1 s later: a path that comes
+        # back late waits for its connection's retransmission timer (rto, backoff)
+        tcp_snapshot "$base" heal
+        (sleep 1 && tcp_snapshot "$base" heal+1s) &
     fi
     wait "$job" || rc=$?
     placement_probe "$base"

@@ -153,6 +153,8 @@ mpi dr2/invalid-stall 2 "abort:pml_dr2_path_stall_us has an invalid value" \
     test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_path_stall_us 0
 mpi dr2/invalid-evidence-budget 2 "abort:pml_dr2_path_evidence_budget has an invalid value" \
     test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_path_evidence_budget 9
+mpi dr2/invalid-tcp-rto-max 2 "abort:pml_dr2_tcp_rto_max_ms has an invalid value" \
+    test/mpi/dr2_p2p "${DR2[@]}" --mca pml_dr2_tcp_rto_max_ms 500
 ft kill-rank1-over-dr2 4 "1:7" "${DR2[@]}"
 ft kill-two-adjacent-over-dr2 4 "1:7 2:7" "${DR2[@]}"
 

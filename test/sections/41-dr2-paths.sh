@@ -17,11 +17,14 @@ wait_for_line() { # LOG TEXT PID: until TEXT is in LOG; 1 if the job PID ended f
 }
 
 # dr2_paths_job LABEL MODE [MPIRUN-OPTIONS...] -- FAULT-CMD...: sets rc, timed_out, log and
-# cut_dropped (packets the cut of h1 neta dropped, read before it is healed).
+# cut_dropped (packets the cut of h1 neta dropped, read before it is healed); in heal mode,
+# with hold_cut_s set, the cut is held that many seconds after the failover and back_after_s
+# is the time from the heal until the job reports the path back (- if it never does).
 dr2_paths_job() {
-    local label=$1 mode=$2 opts=() ctl job
+    local label=$1 mode=$2 opts=() ctl job healed_at
     shift 2
     cut_dropped=0
+    back_after_s=-
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
     [ $# -gt 0 ] && shift
     ctl=$(mktemp -d "$logs/dr2-paths-$label.XXXXXX") || return 1
@@ -34,7 +37,12 @@ dr2_paths_job() {
     if [ $# -gt 0 ] && wait_for_line "$log" "phase streaming" "$job"; then
         "$@" && touch "$ctl/cut"
         if [ "$mode" = heal ] && wait_for_line "$log" "phase failed-over" "$job"; then
+            sleep "${hold_cut_s:-0}"
             cluster_heal h1 && touch "$ctl/healed"
+            healed_at=$(date +%s.%N)
+            if wait_for_line "$log" "phase path-back" "$job"; then
+                back_after_s=$(awk -v a="$healed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+            fi
         fi
         if [ "$mode" = cut ] && wait_for_line "$log" "^dr2_paths: rank 0: PASS: cut" "$job" \
                && wait_for_line "$log" "^dr2_paths: rank 1: PASS: cut" "$job"; then
@@ -113,6 +121,20 @@ dr2_paths_cut_then_healed() {
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal && grep -aq "phase path-back" "$log"
 }
 
+# neta cut for 15 s, then healed. TCP's retransmissions on the cut connections back off
+# meanwhile (200 ms doubling, to 120 s by default) and the path's probes wait behind them:
+# without a bound the path came back 10-13 s after the heal (the next retransmission),
+# with dr2's default (pml_dr2_tcp_rto_max_ms 1000, btl_tcp_rto_max_ms: Open MPI patch
+# 0018) within the probe interval (1 s at most) and one retransmission timeout (1 s). The
+# test allows 5 s. Needs TCP_RTO_MAX_MS (Linux 6.15 and later).
+dr2_paths_long_cut_then_healed() {
+    local rc timed_out log back_after_s hold_cut_s=15
+    dr2_paths_job long-heal heal -- cluster_cut h1 neta
+    echo "the path was back ${back_after_s} s after the heal (the cut held ${hold_cut_s} s)"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal && [ "$back_after_s" != - ] \
+        && awk -v t="$back_after_s" 'BEGIN { exit !(t <= 5) }'
+}
+
 # Both networks cut under a one-way stream: no path left. Under ULFM the sender's MPI_Send
 # ends with MPIX_ERR_PROC_FAILED (pml_dr2_retry_limit applies on the last path), and so does
 # the receiver's MPI_Recv, which has nothing of its own in flight: dr2's keepalive probes
@@ -135,5 +157,11 @@ in_cluster check cluster/dr2-paths-one-network-cut dr2_paths_one_network_cut
 in_cluster check cluster/dr2-paths-link-down dr2_paths_link_down
 in_cluster check cluster/dr2-paths-connection-reset dr2_paths_connection_reset
 in_cluster check cluster/dr2-paths-cut-then-healed dr2_paths_cut_then_healed
+if sysctl -n net.ipv4.tcp_rto_max_ms >/dev/null 2>&1; then
+    in_cluster check cluster/dr2-paths-long-cut-then-healed dr2_paths_long_cut_then_healed
+else
+    selected cluster/dr2-paths-long-cut-then-healed \
+        && skip cluster/dr2-paths-long-cut-then-healed "the kernel ($(uname -r)) has no TCP_RTO_MAX_MS (Linux 6.15 and later)"
+fi
 in_cluster check cluster/dr2-paths-both-cut-ulfm dr2_paths_both_cut_ulfm
 in_cluster check cluster/dr2-paths-both-cut-abort dr2_paths_both_cut_abort

@@ -142,6 +142,7 @@ typedef struct mca_pml_dr2_t {
     unsigned path_stall_us;          /* watchdog timeout while another path delivers */
     unsigned path_probe_interval_us; /* first probe of a down path */
     unsigned path_probe_interval_max_us;
+    unsigned tcp_rto_max_ms;         /* btl/tcp's retransmission backoff bound; 0: not set */
     pml_dr2_path_params_t path_params; /* the above and the ACK timeouts, for pml_dr2_path.h */
     int free_list_max;
     int priority;

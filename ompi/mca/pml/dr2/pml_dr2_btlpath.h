@@ -89,6 +89,11 @@ bool mca_pml_dr2_path_btl_error(struct ompi_proc_t *proc, struct mca_btl_base_mo
  * path; otherwise the path is taken out from the next progress call, as after a BTL error. */
 void mca_pml_dr2_path_unreachable(struct mca_pml_dr2_peer_t *peer, int index);
 
+/* Bound TCP's retransmission backoff on btl/tcp's connections to `ms` milliseconds
+ * (btl_tcp_rto_max_ms, Open MPI patch 0018), unless the user set that variable or `ms` is
+ * 0. Call before any connection exists: btl/tcp applies it when it connects. */
+void mca_pml_dr2_paths_bound_tcp_rto(unsigned ms);
+
 /* Take out the paths whose BTL reported an error (progress, outermost dr2 frame). */
 void mca_pml_dr2_paths_handle_errors(void);
 

@@ -310,6 +310,18 @@ static int dr2_register(void)
         "pml_dr2_path_probe_interval_us)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->path_probe_interval_max_us);
 
+    m->tcp_rto_max_ms = 1000;
+    reg("tcp_rto_max_ms",
+        "Longest retransmission timeout, in milliseconds, of the TCP connections that carry "
+        "paths (btl_tcp_rto_max_ms, set for dr2 unless given; Linux 6.15 and later). While "
+        "a network drops everything TCP doubles the time between retransmissions, up to "
+        "120 s by default, and a path's probes wait in the connection behind them: after "
+        "a cut of a minute the network would stay unused for up to a minute more once it "
+        "is back. With this bound a healed path answers its probes within about this time "
+        "plus pml_dr2_path_probe_interval_max_us. 0: leave btl/tcp's setting; otherwise "
+        "1000-120000 (the kernel's range)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->tcp_rto_max_ms);
+
     m->window = PML_DR2_WINDOW_MAX;
     reg("window",
         "Vfrags in flight per peer before the sender waits for acknowledgements: a power of "
@@ -506,11 +518,11 @@ static int dr2_open(void)
                           "pml_dr2_retry_limit too, to see the peers declared unreachable.");
         }
     }
-    if (0 == m->path_probe_interval_us || m->path_probe_interval_max_us < m->path_probe_interval_us) {
-        snprintf(value, sizeof(value), "%u/%u", m->path_probe_interval_us,
-                 m->path_probe_interval_max_us);
-        return refuse("pml_dr2_path_probe_interval_us/pml_dr2_path_probe_interval_max_us", value,
-                      "Use a positive probe interval and a maximum at least as large.");
+    if (0 != m->tcp_rto_max_ms && (m->tcp_rto_max_ms < 1000 || m->tcp_rto_max_ms > 120000)) {
+        snprintf(value, sizeof(value), "%u", m->tcp_rto_max_ms);
+        return refuse("pml_dr2_tcp_rto_max_ms", value,
+                      "Use 0 (leave btl/tcp's setting) or 1000-120000 milliseconds, the "
+                      "range the kernel takes.");
     }
     if (m->path_evidence_budget > m->path_retry_budget) {
         snprintf(value, sizeof(value), "%u", m->path_evidence_budget);
@@ -557,6 +569,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
         return NULL;
     }
+    mca_pml_dr2_paths_bound_tcp_rto(m->tcp_rto_max_ms);
     OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
     m->depth = 0;
     OBJ_CONSTRUCT(&m->peers, opal_list_t);
