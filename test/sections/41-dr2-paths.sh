@@ -157,7 +157,7 @@ in_cluster check cluster/dr2-paths-one-network-cut dr2_paths_one_network_cut
 in_cluster check cluster/dr2-paths-link-down dr2_paths_link_down
 in_cluster check cluster/dr2-paths-connection-reset dr2_paths_connection_reset
 in_cluster check cluster/dr2-paths-cut-then-healed dr2_paths_cut_then_healed
-if sysctl -n net.ipv4.tcp_rto_max_ms >/dev/null 2>&1; then
+if [ -e /proc/sys/net/ipv4/tcp_rto_max_ms ]; then # came with TCP_RTO_MAX_MS (Linux 6.15)
     in_cluster check cluster/dr2-paths-long-cut-then-healed dr2_paths_long_cut_then_healed
 else
     selected cluster/dr2-paths-long-cut-then-healed \
