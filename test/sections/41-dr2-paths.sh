@@ -123,7 +123,7 @@ dr2_paths_cut_then_healed() {
 
 # neta cut for 15 s, then healed. TCP's retransmissions on the cut connections back off
 # meanwhile (200 ms doubling, to 120 s by default) and the path's probes wait behind them:
-# without a bound the path came back 10-13 s after the heal (the next retransmission),
+# without a bound the path came back 10.9 s after the heal (the next retransmission),
 # with dr2's default (pml_dr2_tcp_rto_max_ms 1000, btl_tcp_rto_max_ms: Open MPI patch
 # 0018) within the probe interval (1 s at most) and one retransmission timeout (1 s). The
 # test allows 5 s. Needs TCP_RTO_MAX_MS (Linux 6.15 and later).

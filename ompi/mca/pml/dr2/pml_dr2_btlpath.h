@@ -91,7 +91,7 @@ void mca_pml_dr2_path_unreachable(struct mca_pml_dr2_peer_t *peer, int index);
 
 /* Bound TCP's retransmission backoff on btl/tcp's connections to `ms` milliseconds
  * (btl_tcp_rto_max_ms, Open MPI patch 0018), unless the user set that variable or `ms` is
- * 0. Call before any connection exists: btl/tcp applies it when it connects. */
+ * 0. Call before any connection exists: btl/tcp applies it to each connection it makes. */
 void mca_pml_dr2_paths_bound_tcp_rto(unsigned ms);
 
 /* Take out the paths whose BTL reported an error (progress, outermost dr2 frame). */
