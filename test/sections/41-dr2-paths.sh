@@ -18,8 +18,9 @@ wait_for_line() { # LOG TEXT PID: until TEXT is in LOG; 1 if the job PID ended f
 
 # dr2_paths_job LABEL MODE [MPIRUN-OPTIONS...] -- FAULT-CMD...: sets rc, timed_out, log and
 # cut_dropped (packets the cut of h1 neta dropped, read before it is healed); in heal mode,
-# with hold_cut_s set, the cut is held that many seconds after the failover and back_after_s
-# is the time from the heal until the job reports the path back (- if it never does).
+# with hold_cut_s set, the cut is held that many seconds after the failover, heal_cmd (default
+# cluster_heal h1) ends it, and back_after_s is the time from the heal until the job reports
+# the path back (- if it never does).
 dr2_paths_job() {
     local label=$1 mode=$2 opts=() ctl job healed_at
     shift 2
@@ -38,7 +39,7 @@ dr2_paths_job() {
         "$@" && touch "$ctl/cut"
         if [ "$mode" = heal ] && wait_for_line "$log" "phase failed-over" "$job"; then
             sleep "${hold_cut_s:-0}"
-            cluster_heal h1 && touch "$ctl/healed"
+            ${heal_cmd:-cluster_heal h1} && touch "$ctl/healed"
             healed_at=$(date +%s.%N)
             if wait_for_line "$log" "phase path-back" "$job"; then
                 back_after_s=$(awk -v a="$healed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
@@ -113,6 +114,24 @@ dr2_paths_connection_reset() {
         && grep -aq "is down: the BTL reports an error" "$log"
 }
 
+stop_resetting_neta() {
+    cluster_iptables h1 -D INPUT -i neta -p tcp -j REJECT --reject-with tcp-reset \
+        && cluster_iptables h1 -D OUTPUT -o neta -p tcp -j REJECT --reject-with tcp-reset
+}
+
+# The same, and then the resets stop (a firewall reloaded, a switch reset): btl/tcp gave the
+# failed connection up, and dr2's probes make a new one (btl_tcp_reconnect, Open MPI patch
+# 0019; without it btl/tcp refused every later send on that network): the path comes back
+# and fragments go on both networks again. The resets are held 2 s after the failover, so
+# that the probes meet a few refused connections first.
+dr2_paths_connection_reset_then_healed() {
+    local rc timed_out log back_after_s hold_cut_s=2 heal_cmd=stop_resetting_neta
+    dr2_paths_job reset-heal heal -- reset_connections_on_neta
+    echo "the path was back ${back_after_s} s after the resets stopped"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal \
+        && grep -aq "is down: the BTL reports an error" "$log" && [ "$back_after_s" != - ]
+}
+
 # neta cut, then healed: a probe brings the path back and fragments go on both networks
 # again (dr2_paths compares its per-path counters from the return on).
 dr2_paths_cut_then_healed() {
@@ -156,6 +175,7 @@ in_cluster check cluster/dr2-paths-striped dr2_paths_striped
 in_cluster check cluster/dr2-paths-one-network-cut dr2_paths_one_network_cut
 in_cluster check cluster/dr2-paths-link-down dr2_paths_link_down
 in_cluster check cluster/dr2-paths-connection-reset dr2_paths_connection_reset
+in_cluster check cluster/dr2-paths-connection-reset-then-healed dr2_paths_connection_reset_then_healed
 in_cluster check cluster/dr2-paths-cut-then-healed dr2_paths_cut_then_healed
 if [ -e /proc/sys/net/ipv4/tcp_rto_max_ms ]; then # came with TCP_RTO_MAX_MS (Linux 6.15)
     in_cluster check cluster/dr2-paths-long-cut-then-healed dr2_paths_long_cut_then_healed

@@ -188,35 +188,46 @@ void mca_pml_dr2_paths_handle_errors(void)
     }
 }
 
-/* A silent cut leaves each connection through it retransmitting its oldest segment at
- * doubling intervals, and everything written after it, the path's probes included, waits
- * behind it: a network back after a minute would carry nothing until the connection's next
- * retransmission, up to a minute later (measured: 18 s of cut, the next retransmission 13 s
- * away at the heal). Bounding the backoff bounds that wait. */
-void mca_pml_dr2_paths_bound_tcp_rto(unsigned ms)
+/* Give btl/tcp's variable `name` the value `value` unless the user set it. Returns its
+ * value afterwards (-1 where the variable does not exist: btl/tcp not loaded, or an Open
+ * MPI without ompi-resilience's patches). */
+static int set_btl_tcp_default(const char *name, int value)
 {
     mca_base_var_source_t source;
     const int *current = NULL;
-    int value = (int) ms, index, rc;
+    int index = mca_base_var_find("opal", "btl", "tcp", name);
 
-    if (0 == ms) {
-        return;
+    if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, &current, &source, NULL)) {
+        DR2_VERBOSE(5, "pml:dr2: no btl_tcp_%s (btl/tcp not loaded, or an Open MPI without "
+                       "ompi-resilience's patches 0018-0019)", name);
+        return -1;
     }
-    index = mca_base_var_find("opal", "btl", "tcp", "rto_max_ms");
-    if (index < 0) {
-        DR2_VERBOSE(5, "pml:dr2: no btl_tcp_rto_max_ms (btl/tcp not loaded, or an Open MPI "
-                       "without ompi-resilience's patch 0018): TCP's backoff stays unbounded");
-        return;
+    if (MCA_BASE_VAR_SOURCE_DEFAULT == source
+        && OPAL_SUCCESS
+               == mca_base_var_set_value(index, &value, sizeof(value), MCA_BASE_VAR_SOURCE_SET,
+                                         NULL)) {
+        DR2_VERBOSE(5, "pml:dr2: btl_tcp_%s %d", name, value);
+    } else {
+        DR2_VERBOSE(5, "pml:dr2: btl_tcp_%s kept at %d", name, *current);
     }
-    rc = mca_base_var_get_value(index, &current, &source, NULL);
-    if (OPAL_SUCCESS != rc || MCA_BASE_VAR_SOURCE_DEFAULT != source) {
-        DR2_VERBOSE(5, "pml:dr2: btl_tcp_rto_max_ms was given (%d): kept",
-                    NULL != current ? *current : -1);
-        return;
+    return *current;
+}
+
+/* Two things btl/tcp does for ob1 that keep a network unused after it came back:
+ * - A silent cut leaves each connection through it retransmitting its oldest segment at
+ *   doubling intervals, and everything written after it, the path's probes included, waits
+ *   behind it: a network back after a minute would carry nothing until the connection's
+ *   next retransmission, up to a minute later (measured: 18 s of cut, the next
+ *   retransmission 13 s away at the heal). Bounding the backoff bounds that wait.
+ * - A connection that failed (reset, timed out) is never made again, so the probes of its
+ *   path would fail for the rest of the job; dr2 recovers what the connection lost, so it
+ *   lets btl/tcp connect again. */
+void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms)
+{
+    if (0 != rto_max_ms) {
+        (void) set_btl_tcp_default("rto_max_ms", (int) rto_max_ms);
     }
-    rc = mca_base_var_set_value(index, &value, sizeof(value), MCA_BASE_VAR_SOURCE_SET, NULL);
-    DR2_VERBOSE(5, "pml:dr2: btl_tcp_rto_max_ms %d%s", value,
-                OPAL_SUCCESS == rc ? "" : ": could not be set");
+    (void) set_btl_tcp_default("reconnect", 1);
 }
 
 /* A probe (PROBE) or its answer (PROBE_REPLY) on path `path`. */

@@ -89,10 +89,11 @@ bool mca_pml_dr2_path_btl_error(struct ompi_proc_t *proc, struct mca_btl_base_mo
  * path; otherwise the path is taken out from the next progress call, as after a BTL error. */
 void mca_pml_dr2_path_unreachable(struct mca_pml_dr2_peer_t *peer, int index);
 
-/* Bound TCP's retransmission backoff on btl/tcp's connections to `ms` milliseconds
- * (btl_tcp_rto_max_ms, Open MPI patch 0018), unless the user set that variable or `ms` is
- * 0. Call before any connection exists: btl/tcp applies it to each connection it makes. */
-void mca_pml_dr2_paths_bound_tcp_rto(unsigned ms);
+/* Unless the user set them: bound TCP's retransmission backoff on btl/tcp's connections to
+ * `rto_max_ms` milliseconds (btl_tcp_rto_max_ms, Open MPI patch 0018; 0: leave it), and
+ * let btl/tcp connect again to a peer whose connection failed (btl_tcp_reconnect, patch
+ * 0019). Call before any connection exists: btl/tcp applies them to each one it makes. */
+void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms);
 
 /* Take out the paths whose BTL reported an error (progress, outermost dr2 frame). */
 void mca_pml_dr2_paths_handle_errors(void);

@@ -569,7 +569,7 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
         return NULL;
     }
-    mca_pml_dr2_paths_bound_tcp_rto(m->tcp_rto_max_ms);
+    mca_pml_dr2_paths_tune_tcp(m->tcp_rto_max_ms);
     OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
     m->depth = 0;
     OBJ_CONSTRUCT(&m->peers, opal_list_t);
