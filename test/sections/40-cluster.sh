@@ -228,6 +228,14 @@ in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1-shrink 6 "3:7" --mca coll_ftrabit_recovery shrink
 in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1 6 "3:7"
 in_cluster ft_run ftr_kmeans cluster/kill-ranks-on-h1-then-h2 6 "2:7 5:12"
+# The same over pml/dr2 (dr2 over btl/tcp between hosts, over sm on a host): a rank killed
+# on h1 and replaced across hosts, or shrunk away; and ULFM's revoke, shrink and agree in a
+# loop with traffic in flight, across three hosts.
+in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1-over-dr2 6 "3:7" --mca pml dr2
+in_cluster ft_run ftr_kmeans cluster/kill-rank-on-h1-shrink-over-dr2 6 "3:7" --mca pml dr2 \
+    --mca coll_ftrabit_recovery shrink
+in_cluster mpi cluster/dr2-ulfm-loop-3-hosts 6 pass test/mpi/dr2_ulfm_loop --mca pml dr2 \
+    "${FT[@]}" -- 100
 # A replacement that dies before it joins, across hosts: rank 3 dies on h1, its replacement
 # is started on h1 and dies; the revoke of its abandoned intercommunicator asks h1's daemon
 # for its address (patch 0009's remote path) and the rebuild starts another.
