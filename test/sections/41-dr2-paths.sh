@@ -102,21 +102,17 @@ dr2_paths_link_down() {
 
 # Every TCP segment on h1's neta answered with a reset: btl/tcp reports an error for the
 # connection on both sides, and dr2 takes the path out at once (not after timeouts).
-reset_connections_on_neta() {
-    cluster_iptables h1 -I INPUT -i neta -p tcp -j REJECT --reject-with tcp-reset \
-        && cluster_iptables h1 -I OUTPUT -o neta -p tcp -j REJECT --reject-with tcp-reset
+# neta_resets -I starts that, -D stops it.
+neta_resets() {
+    cluster_iptables h1 "$1" INPUT -i neta -p tcp -j REJECT --reject-with tcp-reset \
+        && cluster_iptables h1 "$1" OUTPUT -o neta -p tcp -j REJECT --reject-with tcp-reset
 }
 
 dr2_paths_connection_reset() {
     local rc timed_out log
-    dr2_paths_job reset cut -- reset_connections_on_neta
+    dr2_paths_job reset cut -- neta_resets -I
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut \
         && grep -aq "is down: the BTL reports an error" "$log"
-}
-
-stop_resetting_neta() {
-    cluster_iptables h1 -D INPUT -i neta -p tcp -j REJECT --reject-with tcp-reset \
-        && cluster_iptables h1 -D OUTPUT -o neta -p tcp -j REJECT --reject-with tcp-reset
 }
 
 # The same, and then the resets stop (a firewall reloaded, a switch reset): btl/tcp gave the
@@ -125,8 +121,8 @@ stop_resetting_neta() {
 # and fragments go on both networks again. The resets are held 2 s after the failover, so
 # that the probes meet a few refused connections first.
 dr2_paths_connection_reset_then_healed() {
-    local rc timed_out log back_after_s hold_cut_s=2 heal_cmd=stop_resetting_neta
-    dr2_paths_job reset-heal heal -- reset_connections_on_neta
+    local rc timed_out log back_after_s hold_cut_s=2 heal_cmd="neta_resets -D"
+    dr2_paths_job reset-heal heal -- neta_resets -I
     echo "the path was back ${back_after_s} s after the resets stopped"
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal \
         && grep -aq "is down: the BTL reports an error" "$log" && [ "$back_after_s" != - ]

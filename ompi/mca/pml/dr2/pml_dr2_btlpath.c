@@ -188,10 +188,9 @@ void mca_pml_dr2_paths_handle_errors(void)
     }
 }
 
-/* Give btl/tcp's variable `name` the value `value` unless the user set it. Returns its
- * value afterwards (-1 where the variable does not exist: btl/tcp not loaded, or an Open
- * MPI without ompi-resilience's patches). */
-static int set_btl_tcp_default(const char *name, int value)
+/* Give btl/tcp's variable `name` the value `value` unless the user set it (or it does not
+ * exist: btl/tcp not loaded, or an Open MPI without ompi-resilience's patches). */
+static void set_btl_tcp_default(const char *name, int value)
 {
     mca_base_var_source_t source;
     const int *current = NULL;
@@ -200,7 +199,7 @@ static int set_btl_tcp_default(const char *name, int value)
     if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, &current, &source, NULL)) {
         DR2_VERBOSE(5, "pml:dr2: no btl_tcp_%s (btl/tcp not loaded, or an Open MPI without "
                        "ompi-resilience's patches 0018-0019)", name);
-        return -1;
+        return;
     }
     if (MCA_BASE_VAR_SOURCE_DEFAULT == source
         && OPAL_SUCCESS
@@ -210,7 +209,6 @@ static int set_btl_tcp_default(const char *name, int value)
     } else {
         DR2_VERBOSE(5, "pml:dr2: btl_tcp_%s kept at %d", name, *current);
     }
-    return *current;
 }
 
 /* Two things btl/tcp does for ob1 that keep a network unused after it came back:
@@ -225,9 +223,9 @@ static int set_btl_tcp_default(const char *name, int value)
 void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms)
 {
     if (0 != rto_max_ms) {
-        (void) set_btl_tcp_default("rto_max_ms", (int) rto_max_ms);
+        set_btl_tcp_default("rto_max_ms", (int) rto_max_ms);
     }
-    (void) set_btl_tcp_default("reconnect", 1);
+    set_btl_tcp_default("reconnect", 1);
 }
 
 /* A probe (PROBE) or its answer (PROBE_REPLY) on path `path`. */
