@@ -69,3 +69,46 @@ wait_quiet() {
         waited=$((waited + 1))
     done
 }
+
+# Across simulated hosts (HOSTS of 2 or more; test/cluster/cluster.sh, as root):
+# bench_hosts_up brings up a cluster of HOSTS hosts, bench_mpirun_cmd ARGS... sets the array
+# bench_cmd to the script's "${mpirun[@]}" ARGS... across them (ranks spread evenly, btl/tcp
+# over the cluster's data networks) or, with HOSTS 1, here; bench_hosts_down takes the cluster down (at the latest
+# when the script exits); bench_where describes where the jobs ran, for a report.
+bench_hosts_up() {
+    local why
+    [ "${HOSTS:-1}" -gt 1 ] || return 0
+    # shellcheck source=test/cluster/cluster.sh
+    . "$top/test/cluster/cluster.sh"
+    why=$(cluster_unavailable) && die "the cluster cannot run here: $why"
+    cluster_up "$HOSTS" >/dev/null || die "the cluster did not come up"
+    trap bench_hosts_down EXIT
+    say "cluster $CLUSTER_ID: $HOSTS hosts"
+}
+
+bench_hosts_down() {
+    [ -n "${CLUSTER_ID:-}" ] || return 0
+    cluster_down >/dev/null 2>&1 || true
+}
+
+bench_mpirun_cmd() { # ARGS...: sets the array bench_cmd
+    local cluster_cmd
+    if [ "${HOSTS:-1}" -gt 1 ]; then
+        cluster_mpirun_cmd "${mpirun[@]}" "$@" || return 1
+        bench_cmd=("${cluster_cmd[@]}")
+    else
+        bench_cmd=("${mpirun[@]}" "$@")
+    fi
+}
+
+bench_where() {
+    if [ "${HOSTS:-1}" -gt 1 ]; then
+        echo "**Across $HOSTS simulated hosts** (test/cluster/cluster.sh: network namespaces joined by
+veth pairs, btl/tcp over the cluster's two data networks, the ranks spread evenly over the
+hosts). A veth moves data by the same CPUs' copies, so this network is slower than memory
+but not free of the copies the compared variants differ by; on real NICs the copies run
+beside the wire."
+    else
+        echo "All ranks on this one host (btl/sm)."
+    fi
+}

@@ -42,12 +42,26 @@ launch=()
 # quarters of its time has its processes' stacks taken (gdb, test/hang-stacks.sh); on a
 # hang they end the log.
 run_timed() {
-    local limit=$1 log=$2 job stacks_at=$(($1 * 3 / 4))
+    local job
+    start_timed "$@"
+    wait_timed "$2"
+}
+
+# start_timed SECONDS LOG CMD...: run_timed's first half, for a test that acts while the job
+# runs (kills a host, cuts a network): starts CMD in the background and sets $job;
+# wait_timed LOG waits for it and sets $rc and $timed_out.
+start_timed() {
+    local limit=$1 log=$2
     shift 2
     rm -f "$log.stacks"
+    timed_stacks_at=$((limit * 3 / 4))
     timeout --verbose -k 10 "$limit" "$@" </dev/null >"$log" 2>&1 &
     job=$!
-    hang_watch "$job" "$stacks_at" "$log.stacks"
+    hang_watch "$job" "$timed_stacks_at" "$log.stacks"
+}
+
+wait_timed() {
+    local log=$1
     wait "$job"
     rc=$?
     hang_unwatch "$log.stacks"
@@ -55,7 +69,7 @@ run_timed() {
     if grep -aq "^timeout: sending signal" "$log"; then
         timed_out=1
         if [ -s "$log.stacks" ]; then
-            echo "== stacks at $stacks_at s ($log.stacks):" >>"$log"
+            echo "== stacks at $timed_stacks_at s ($log.stacks):" >>"$log"
             cat "$log.stacks" >>"$log"
         fi
     fi

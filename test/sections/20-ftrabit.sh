@@ -508,10 +508,12 @@ replacement_held_up() { # kill|stall NP [MPIRUN OPTIONS...]
     echo "failure-free fingerprint: $want"
     [ -n "$want" ] && [ "$(echo "$want" | wc -l)" -eq 1 ] || return 1
     marks=$(mktemp -d)
-    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" --with-ft ulfm \
-        "${hold[@]}" --kill "$((np - 3)):3:before-allreduce" --kill-marks "$marks" </dev/null 2>&1 \
-        | awk '/NBC_Progress|schedule/ || length($0) <= 12 { n++; next } { print }
-               END { print "(" n + 0 " lines of NBC_Progress errors not kept)" }' >"$log"
+    run_timed "$ft_timeout_s" "$log.all" "${launch[@]}" "${mpirun[@]}" "$@" --with-ft ulfm \
+        "${hold[@]}" --kill "$((np - 3)):3:before-allreduce" --kill-marks "$marks"
+    awk '/^== stacks at/ { stacks = 1 } stacks { print; next }
+         /NBC_Progress|schedule/ || length($0) <= 12 { n++; next } { print }
+         END { print "(" n + 0 " lines of NBC_Progress errors not kept)" }' "$log.all" >"$log"
+    rm -f "$log.all" "$log.all.stacks"
     rm -rf "$marks"
     cat "$log"
     ! grep -aq "^timeout: sending signal" "$log" \

@@ -104,6 +104,20 @@ cluster_launcher_survives_data_cuts() {
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && grep -qx h1 "$log"
 }
 
+# A job across the hosts that hangs has the stacks of its processes on every host in its
+# log (test/hang-stacks.sh, through run_timed): each host runs one process that never
+# ends, the job is given 12 s, its stacks are taken at 9 s.
+cluster_hang_has_stacks_of_every_host() {
+    local rc timed_out log=$logs/cluster-hang-stacks-job.log
+    command -v gdb >/dev/null 2>&1 || { echo "no gdb"; return 1; }
+    run_timed 12 "$log" "${launch[@]}" "${mpirun[@]}" -np "$cluster_hosts" tail -f /dev/null
+    grep -a "^timeout:\|^=== stacks of pid\|^#0 " "$log"
+    [ "$timed_out" = 1 ] || { echo "the job did not hang"; return 1; }
+    [ "$(grep -ac '^=== stacks of pid [0-9]*: tail -f /dev/null' "$log")" = "$cluster_hosts" ] \
+        || { echo "not one stack per host"; return 1; }
+    [ "$(grep -ac '^#0 ' "$log")" -ge "$cluster_hosts" ]
+}
+
 host_processes() { # HOST: "PID NAME" of every process on HOST
     local p
     for p in $(cluster_pids "$1"); do echo "$p $(cat "/proc/$p/comm" 2>/dev/null)"; done
@@ -117,14 +131,12 @@ host_processes() { # HOST: "PID NAME" of every process on HOST
 cluster_kill_host_leaves_nothing() {
     local job rc log=$logs/cluster-kill-host-job.log
     : >"$log"
-    timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" -np 6 \
-        "$build/examples/ftr_kmeans" --timeline --iterations 100000 </dev/null >"$log" 2>&1 &
-    job=$!
+    start_timed "$timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" -np 6 \
+        "$build/examples/ftr_kmeans" --timeline --iterations 100000
     cluster_kill_host_when "$log" "^timeline rank [0-9]+ done 7 " h2 "$timeout_s" \
         || { kill "$job"; wait "$job"; cat "$log"; return 1; }
     [ -z "$(cluster_pids h2)" ] || { echo "left on h2: $(host_processes h2)"; return 1; }
-    wait "$job"
-    rc=$?
+    wait_timed "$log"
     grep -av '^timeline' "$log"
     echo "job exit code $rc"
     grep -aq '^timeline rank 4 ' "$log" && grep -aq '^timeline rank 5 ' "$log" \
@@ -212,6 +224,7 @@ in_cluster check cluster/cut-between-two-hosts cluster_cut_between_two_hosts
 in_cluster check cluster/link-down-and-up cluster_link_down_and_up
 in_cluster check cluster/launcher-survives-data-cuts cluster_launcher_survives_data_cuts
 in_cluster check cluster/kill-host-leaves-nothing cluster_kill_host_leaves_nothing
+in_cluster check cluster/hang-has-stacks-of-every-host cluster_hang_has_stacks_of_every_host
 in_cluster check cluster/down-removes-only-its-own cluster_down_removes_only_its_own
 in_cluster check cluster/removed-on-every-exit cluster_removed_on_every_exit
 in_cluster check cluster/bad-input-refused cluster_bad_input_refused

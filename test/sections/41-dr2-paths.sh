@@ -31,10 +31,9 @@ dr2_paths_job() {
     ctl=$(mktemp -d "$logs/dr2-paths-$label.XXXXXX") || return 1
     log=$logs/dr2-paths-$label-job.log
     : >"$log" # the phases are read from it: nothing of an earlier run
-    timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" "${DR2_PATHS[@]}" \
+    start_timed "$timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" "${DR2_PATHS[@]}" \
         --mca pml_dr2_verbose 1 "${opts[@]}" --host "$(cluster_hosts_arg 1 2)" -np 2 \
-        "$build/test/mpi/dr2_paths" "$mode" "$ctl" </dev/null >"$log" 2>&1 &
-    job=$!
+        "$build/test/mpi/dr2_paths" "$mode" "$ctl"
     if [ $# -gt 0 ] && wait_for_line "$log" "phase streaming" "$job"; then
         "$@" && touch "$ctl/cut"
         if [ "$mode" = heal ] && wait_for_line "$log" "phase failed-over" "$job"; then
@@ -62,10 +61,7 @@ dr2_paths_job() {
             cluster_heal h1
         fi
     fi
-    wait "$job"
-    rc=$?
-    timed_out=0
-    grep -aq "^timeout: sending signal" "$log" && timed_out=1
+    wait_timed "$log"
     grep -av "copy to" "$log"
     echo "job exit code $rc"
     rm -rf "$ctl"

@@ -21,9 +21,8 @@ node_loss_args=(4)
 node_loss_job() {
     local log=$1
     shift
-    timeout --verbose -k 10 "$timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" -np 6 \
-        "$build/test/mpi/ft_node_loss" "${node_loss_args[@]}" </dev/null >"$log" 2>&1 &
-    job=$!
+    start_timed "$timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" "$@" -np 6 \
+        "$build/test/mpi/ft_node_loss" "${node_loss_args[@]}"
 }
 
 # ranks_not_done LOG RANKS...: those of RANKS that did not print "mpitest: rank R done".
@@ -44,8 +43,7 @@ node_loss_kill() {
         echo "the job never started iterating"; kill "$job"; wait "$job"; cat "$log"; return 1
     fi
     cluster_kill_host "$host" || return 1
-    wait "$job"
-    rc=$?
+    wait_timed "$log"
     cat "$log"
     echo "job exit code $rc"
     ! grep -aq "^timeout: sending signal" "$log" \
@@ -97,10 +95,8 @@ node_loss_ftr_kmeans() {
     local log=$1 marks i job
     shift
     marks=$(mktemp -d)
-    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm "$@" \
-        -np 6 "$build/examples/ftr_kmeans" --kill-marks "$marks" --hold 4:7 --hold 5:7 \
-        </dev/null >"$log" 2>&1 &
-    job=$!
+    start_timed "$ft_timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm "$@" \
+        -np 6 "$build/examples/ftr_kmeans" --kill-marks "$marks" --hold 4:7 --hold 5:7
     for ((i = 0; i < 600; i++)); do
         [ -e "$marks/held-4" ] && [ -e "$marks/held-5" ] && break
         sleep 0.1
@@ -109,8 +105,7 @@ node_loss_ftr_kmeans() {
         echo "ranks 4 and 5 never reached iteration 7"; kill "$job"; wait "$job"; rm -rf "$marks"; cat "$log"; return 1
     fi
     cluster_kill_host h2 || return 1
-    wait "$job"
-    rc=$?
+    wait_timed "$log"
     rm -rf "$marks"
     cat "$log"
     echo "job exit code $rc"
@@ -167,11 +162,9 @@ spares_job() {
     shift 3
     marks=$(mktemp -d)
     for h in "$@"; do args+=(--hold "$h"); done
-    timeout --verbose -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
+    start_timed "$ft_timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
         --mca coll_ftrabit_spares "$spares" --mca coll_ftrabit_verbose 1 -np "$np" \
-        "$build/examples/ftr_kmeans" --timeline --kill-marks "$marks" "${args[@]}" \
-        </dev/null >"$log" 2>&1 &
-    job=$!
+        "$build/examples/ftr_kmeans" --timeline --kill-marks "$marks" "${args[@]}"
 }
 
 # spares_wait_held R: until application rank R holds (its mark), which is then removed so
@@ -194,8 +187,7 @@ spares_wait_held() {
 spares_check() {
     local log=$1 app=$2 expect=$3 rc got w left="" ref_key
     shift 3
-    wait "$job"
-    rc=$?
+    wait_timed "$log"
     rm -rf "$marks"
     grep -av '^timeline' "$log"
     echo "job exit code $rc"
