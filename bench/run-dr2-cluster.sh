@@ -99,7 +99,7 @@ NET2=(--mca btl_tcp_if_include neta,netb)
 if has_part tcp1; then
     add_config tcp1-ob1 pp "ob1, one network" --mca pml ob1 "${TCP[@]}" "${NET1[@]}"
     add_config tcp1-dr2 pp "dr2, one network" --mca pml dr2 "${TCP[@]}" "${NET1[@]}"
-    # what the default eager limit across a wire (a fragment, 128 KiB on tcp) buys against
+    # what the default eager limit across a wire (256 KiB) buys against
     # btl/tcp's own (64 KiB, a rendezvous from there)
     add_config tcp1-dr2-e64 pp "dr2, eager limit 64 KiB" --mca pml dr2 "${TCP[@]}" "${NET1[@]}" \
         --mca pml_dr2_eager_limit 65536

@@ -23,18 +23,14 @@ DR2_RNDV=(--mca pml dr2 --mca pml_dr2_frag_size 8192 --mca btl_sm_eager_limit 40
 mpi dr2/rndv-data 2 pass test/mpi/dr2_rndv "${DR2_RNDV[@]}"
 mpi dr2/rndv-data-faults5 2 pass test/mpi/dr2_rndv "${DR2_RNDV[@]}" "${FAULTS5[@]}"
 # the eager limit follows the BTL (pml_dr2_eager_limit 0): at least 16 KiB; over a wire at
-# least a fragment (pml_dr2_frag_size capped by the BTL's largest send: 128 KiB on tcp);
+# least 256 KiB (several fragments: 128 KiB on tcp, or as small as pml_dr2_frag_size);
 # a send is eager if it completes before the receiver has matched it (dr2_eager)
 mpi dr2/eager-limit-sm-16k 2 pass test/mpi/dr2_eager "${DR2[@]}" -- 16384 eager
 mpi dr2/eager-limit-sm-32k 2 pass test/mpi/dr2_eager "${DR2[@]}" -- 32768 rendezvous
-mpi dr2/eager-limit-tcp-128k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 131072 eager
-mpi dr2/eager-limit-tcp-128k-plus-1 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 131073 rendezvous
-mpi dr2/eager-limit-tcp-frag-96k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" \
-    --mca pml_dr2_frag_size 98304 -- 98304 eager
-mpi dr2/eager-limit-tcp-frag-96k-plus-1 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" \
-    --mca pml_dr2_frag_size 98304 -- 98305 rendezvous
+mpi dr2/eager-limit-tcp-256k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 262144 eager
+mpi dr2/eager-limit-tcp-256k-plus-1 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 262145 rendezvous
 mpi dr2/eager-limit-tcp-frag-16k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" \
-    --mca pml_dr2_frag_size 16384 -- 65536 eager
+    --mca pml_dr2_frag_size 16384 -- 262144 eager
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
 # of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
 mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"

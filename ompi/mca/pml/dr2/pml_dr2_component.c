@@ -166,9 +166,9 @@ static int dr2_register(void)
         "once, the copy is kept until acknowledged. Larger and synchronous sends use a "
         "rendezvous (the data moves once the receiver has matched). 0 (the default): per "
         "peer, the larger of 16 KiB and the eager limit of the BTL that reaches it (4 KiB on "
-        "sm, 64 KiB on tcp), and to a peer across a wire (tcp, ...) at least one fragment "
-        "(pml_dr2_frag_size capped by the BTL's largest send: 128 KiB on tcp), since there a "
-        "rendezvous' round trip costs as much as moving a fragment. At most 1 MiB",
+        "sm, 64 KiB on tcp), and to a peer across a wire (tcp, ...) at least 256 KiB, since "
+        "there a rendezvous' round trip costs as much as moving that much (unexpected "
+        "messages up to that size are buffered by the receiver). At most 1 MiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &m->eager_limit);
 
     m->local_max = PML_DR2_HDR_LOCAL_MAX_PAYLOAD;

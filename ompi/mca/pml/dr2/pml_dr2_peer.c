@@ -147,17 +147,9 @@ static size_t peer_compute_eager_limit(const mca_pml_dr2_peer_t *peer)
         if (limit < MCA_PML_DR2_EAGER_LIMIT_FLOOR) {
             limit = MCA_PML_DR2_EAGER_LIMIT_FLOOR;
         }
-        /* Over a wire the go-ahead's round trip costs as much as moving a whole fragment
-         * (two simulated hosts, 128 KiB: 51-57 us by rendezvous, 38-45 eagerly, ob1 40-44;
-         * docs/bench/dr2-cluster-analysis.md), so a message of up to a fragment's size
-         * (pml_dr2_frag_size, capped by the BTLs' largest send: 128 KiB on tcp) goes
-         * eagerly. In shared memory the round trip is a microsecond: the BTL's limit. */
-        if (peer->crosses_wire) {
-            size_t fragment = mca_pml_dr2.frag_size < peer->max_send_min
-                                  ? mca_pml_dr2.frag_size : peer->max_send_min;
-            if (limit < fragment) {
-                limit = fragment;
-            }
+        /* In shared memory the go-ahead's round trip is a microsecond: the BTL's limit. */
+        if (peer->crosses_wire && limit < MCA_PML_DR2_WIRE_EAGER_LIMIT_MIN) {
+            limit = MCA_PML_DR2_WIRE_EAGER_LIMIT_MIN;
         }
     }
     return limit < MCA_PML_DR2_EAGER_LIMIT_MAX ? limit : MCA_PML_DR2_EAGER_LIMIT_MAX;

@@ -317,8 +317,8 @@ static inline uint32_t mca_pml_dr2_peer_max_payload(const mca_pml_dr2_peer_t *pe
 
 /* Largest message sent eagerly to this peer: pml_dr2_eager_limit, or when that is 0, the
  * larger of MCA_PML_DR2_EAGER_LIMIT_FLOOR and the smallest eager limit of the peer's BTLs,
- * and to a peer across a wire at least a fragment's size (pml_dr2_frag_size, capped by the
- * smallest largest send of its BTLs). Read on every send. */
+ * and to a peer across a wire at least MCA_PML_DR2_WIRE_EAGER_LIMIT_MIN. Read on every
+ * send. */
 static inline size_t mca_pml_dr2_peer_eager_limit(const mca_pml_dr2_peer_t *peer)
 {
     return peer->eager_limit;
