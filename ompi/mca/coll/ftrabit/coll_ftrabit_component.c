@@ -151,7 +151,9 @@ static int ftrabit_register(void)
     c->allreduce_rsag_min_bytes = 16384;
     register_size("allreduce_rsag_min_bytes",
                   "With allreduce_algorithm auto: messages of at least this many bytes use "
-                  "reduce_scatter_allgather, smaller ones recursive_doubling",
+                  "reduce_scatter_allgather, smaller ones recursive_doubling. The default "
+                  "suits ranks within a node; across nodes, where each of the reduce-scatter's "
+                  "extra rounds is a network round trip, 65536 measured faster",
                   &c->allreduce_rsag_min_bytes);
 
     c->bcast_algorithm = FTRABIT_BCAST_AUTO;
