@@ -71,10 +71,11 @@ wait_quiet() {
 }
 
 # Across simulated hosts (HOSTS of 2 or more; test/cluster/cluster.sh, as root):
-# bench_hosts_up brings up a cluster of HOSTS hosts, bench_mpirun_cmd ARGS... sets the array
+# bench_hosts_up brings up a cluster of HOSTS hosts; bench_mpirun_cmd ARGS... sets the array
 # bench_cmd to the script's "${mpirun[@]}" ARGS... across them (ranks spread evenly, btl/tcp
-# over the cluster's data networks) or, with HOSTS 1, here; bench_hosts_down takes the cluster down (at the latest
-# when the script exits); bench_where describes where the jobs ran, for a report.
+# over the cluster's data networks) or, with HOSTS 1, on this host; bench_hosts_down takes
+# the cluster down (at the latest when the script exits); bench_where describes where the
+# jobs ran, for a report.
 bench_hosts_up() {
     local why
     [ "${HOSTS:-1}" -gt 1 ] || return 0

@@ -58,9 +58,10 @@ BEGIN_C_DECLS
 
 /* ... and to a peer across a wire never less than this: there the rendezvous' go-ahead is
  * a network round trip. Two simulated hosts, one network, median one-way time of 12
- * ping-pong jobs: 256 KiB 89 us eagerly against 112 by rendezvous (ob1 89), 128 KiB 55
- * against 70; at 512 KiB the sender's copy of an eager message costs what the round trip
- * saves (188 against 186). Intel MPI's default across nodes is 256 KB as well. */
+ * ping-pong jobs: 256 KiB 89 us eagerly against 112 by rendezvous (ob1 89). At 512 KiB
+ * the sender's copy of an eager message costs what the round trip saves (6 jobs: 199 us
+ * eagerly against 192). Intel MPI's default across nodes is 256 KB as well
+ * (docs/dr2-notes.md). */
 #define MCA_PML_DR2_WIRE_EAGER_LIMIT_MIN (256 * 1024)
 
 /* While timers are armed and none waits to be armed, progress reads the clock on one call
