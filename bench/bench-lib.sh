@@ -82,8 +82,7 @@ bench_hosts_up() {
     # shellcheck source=test/cluster/cluster.sh
     . "$top/test/cluster/cluster.sh"
     why=$(cluster_unavailable) && die "the cluster cannot run here: $why"
-    cluster_up "$HOSTS" >/dev/null || die "the cluster did not come up"
-    trap bench_hosts_down EXIT
+    cluster_up "$HOSTS" >/dev/null || die "the cluster did not come up" # traps EXIT
     say "cluster $CLUSTER_ID: $HOSTS hosts"
 }
 
