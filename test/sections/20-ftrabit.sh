@@ -502,11 +502,12 @@ replacement_held_up() { # kill|stall NP [MPIRUN OPTIONS...]
                      -np "$np" "$build/test/mpi/ft_campaign" "${args[@]}" --stall-replacement 1:14) ;;
     esac
     log=$logs/ft-replacement-$mode-before-joining-np$np$(echo "${*:+-$*}" | tr ' ' '_').log
-    want=$(timeout -k 10 "$ft_timeout_s" "${launch[@]}" "${mpirun[@]}" "$@" --with-ft ulfm -np "$np" \
-        "$build/test/mpi/ft_campaign" "${args[@]}" </dev/null 2>&1 \
-        | sed -n 's/.*final fingerprint \([0-9a-f]*\) .*/\1/p' | sort -u)
+    run_timed "$ft_timeout_s" "$log.reference" "${launch[@]}" "${mpirun[@]}" "$@" --with-ft ulfm \
+        -np "$np" "$build/test/mpi/ft_campaign" "${args[@]}"
+    want=$(sed -n 's/.*final fingerprint \([0-9a-f]*\) .*/\1/p' "$log.reference" | sort -u)
     echo "failure-free fingerprint: $want"
-    [ -n "$want" ] && [ "$(echo "$want" | wc -l)" -eq 1 ] || return 1
+    [ -n "$want" ] && [ "$(echo "$want" | wc -l)" -eq 1 ] \
+        || { echo "the run without failures ($log.reference):"; tail -n 40 "$log.reference"; return 1; }
     marks=$(mktemp -d)
     run_timed "$ft_timeout_s" "$log.all" "${launch[@]}" "${mpirun[@]}" "$@" --with-ft ulfm \
         "${hold[@]}" --kill "$((np - 3)):3:before-allreduce" --kill-marks "$marks"
