@@ -60,6 +60,14 @@ start_timed() {
     hang_watch "$job" "$timed_stacks_at" "$log.stacks"
 }
 
+# stop_timed LOG: end the job start_timed started (a test gave up on it) and wait for it.
+# timeout, killed, says it sent a signal: that was this stop, not a hang.
+stop_timed() {
+    kill "$job" 2>/dev/null
+    wait_timed "$1"
+    timed_out=0
+}
+
 wait_timed() {
     local log=$1
     wait "$job"

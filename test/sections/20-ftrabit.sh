@@ -517,7 +517,7 @@ replacement_held_up() { # kill|stall NP [MPIRUN OPTIONS...]
     rm -f "$log.all" "$log.all.stacks"
     rm -rf "$marks"
     cat "$log"
-    ! grep -aq "^timeout: sending signal" "$log" \
+    [ "$timed_out" = 0 ] \
         && grep -aq "replacement 1 \(killing itself\|sleeping 14 s\) before it joins" "$log" \
         && { [ "$mode" = kill ] || grep -aq "did not answer within coll_ftrabit_join_timeout" "$log"; } \
         && [ "$(grep -ac "final fingerprint $want on $np ranks" "$log")" -eq "$np" ] \

@@ -40,13 +40,13 @@ node_loss_kill() {
     local host=$1 log=$2
     shift 2
     if ! wait_for_file_text 60 "$log" "^ft_node_loss: iterating"; then
-        echo "the job never started iterating"; kill "$job"; wait "$job"; cat "$log"; return 1
+        echo "the job never started iterating"; stop_timed "$log"; cat "$log"; return 1
     fi
     cluster_kill_host "$host" || return 1
     wait_timed "$log"
     cat "$log"
     echo "job exit code $rc"
-    ! grep -aq "^timeout: sending signal" "$log" \
+    [ "$timed_out" = 0 ] \
         || { echo "HANG: ranks that never finished: $(ranks_not_done "$log" "$@")"; return 1; }
 }
 
@@ -102,14 +102,14 @@ node_loss_ftr_kmeans() {
         sleep 0.1
     done
     if [ ! -e "$marks/held-4" ] || [ ! -e "$marks/held-5" ]; then
-        echo "ranks 4 and 5 never reached iteration 7"; kill "$job"; wait "$job"; rm -rf "$marks"; cat "$log"; return 1
+        echo "ranks 4 and 5 never reached iteration 7"; stop_timed "$log"; rm -rf "$marks"; cat "$log"; return 1
     fi
     cluster_kill_host h2 || return 1
     wait_timed "$log"
     rm -rf "$marks"
     cat "$log"
     echo "job exit code $rc"
-    ! grep -aq "^timeout: sending signal" "$log" || { echo "HANG"; return 1; }
+    [ "$timed_out" = 0 ] || { echo "HANG"; return 1; }
     grep -aq "lost daemon .* on node h2" "$log" || { echo "mpirun did not report the lost daemon"; return 1; }
 }
 
@@ -168,7 +168,8 @@ spares_job() {
 }
 
 # spares_wait_held R: until application rank R holds (its mark), which is then removed so
-# that a later hold of the same rank can be waited for; 1 (job ended) if it never did.
+# that a later hold of the same rank can be waited for; 1 if it never did (the caller ends
+# the job: stop_timed).
 spares_wait_held() {
     local i
     for ((i = 0; i < ft_timeout_s * 10; i++)); do
@@ -176,7 +177,6 @@ spares_wait_held() {
         sleep 0.1
     done
     echo "application rank $1 never held"
-    kill "$job" 2>/dev/null
     return 1
 }
 
@@ -191,7 +191,7 @@ spares_check() {
     rm -rf "$marks"
     grep -av '^timeline' "$log"
     echo "job exit code $rc"
-    if grep -aq "^timeout: sending signal" "$log"; then
+    if [ "$timed_out" = 1 ]; then
         for w in "$@"; do
             grep -aEq "world rank $w\] (final agreement reached|spare released)" "$log" \
                 || left="$left $w"
@@ -225,7 +225,7 @@ spares_lost() {
 node_loss_spare_takes_over() {
     local job marks log=$logs/cluster-node-loss-spare-takes-over.log
     spares_job "$log" 6 2 3:7
-    spares_wait_held 3 || { wait "$job"; cat "$log"; return 1; }
+    spares_wait_held 3 || { stop_timed "$log"; cat "$log"; return 1; }
     cluster_kill_host h2 || return 1
     spares_check "$log" 4 "1 spare(s), 0 respawned" 0 1 2 3 && spares_lost h2 \
         && grep -aq "world rank 3\] spare takes the place of rank 3" "$log"
@@ -239,12 +239,12 @@ node_loss_spares_host_first() {
     local job marks pid log=$logs/cluster-node-loss-spares-host-first.log
     spares_job "$log" 6 4 1:20
     cluster_when "$log" "^timeline rank [0-9]+ done 2 " "$ft_timeout_s" cluster_kill_host h2 \
-        || { kill "$job"; wait "$job"; cat "$log"; return 1; }
+        || { stop_timed "$log"; cat "$log"; return 1; }
     grep -aq "world rank 4\] waiting as a spare" "$log" && grep -aq "world rank 5\] waiting as a spare" "$log" \
-        || { echo "world ranks 4 and 5 were not the spares on h2"; kill "$job"; wait "$job"; cat "$log"; return 1; }
-    spares_wait_held 1 || { wait "$job"; cat "$log"; return 1; }
-    wait_for_file_text 30 "$log" "lost daemon .* on node h2" || { echo "h2's loss never reported"; kill "$job"; wait "$job"; cat "$log"; return 1; }
-    pid=$(cluster_world_pid h1 2) || { echo "world rank 2 not found on h1"; kill "$job"; wait "$job"; cat "$log"; return 1; }
+        || { echo "world ranks 4 and 5 were not the spares on h2"; stop_timed "$log"; cat "$log"; return 1; }
+    spares_wait_held 1 || { stop_timed "$log"; cat "$log"; return 1; }
+    wait_for_file_text 30 "$log" "lost daemon .* on node h2" || { echo "h2's loss never reported"; stop_timed "$log"; cat "$log"; return 1; }
+    pid=$(cluster_world_pid h1 2) || { echo "world rank 2 not found on h1"; stop_timed "$log"; cat "$log"; return 1; }
     kill -KILL "$pid"
     spares_check "$log" 2 "1 spare(s), 0 respawned" 0 1 3 && spares_lost h2 \
         && grep -aq "world rank 3\] spare takes the place of rank 1" "$log"
@@ -257,9 +257,9 @@ node_loss_spares_host_first() {
 node_loss_two_hosts_one_after_the_other() {
     local job marks log=$logs/cluster-node-loss-two-hosts.log
     spares_job "$log" 6 4 1:7 1:14
-    spares_wait_held 1 || { wait "$job"; cat "$log"; return 1; }
+    spares_wait_held 1 || { stop_timed "$log"; cat "$log"; return 1; }
     cluster_kill_host h1 || return 1
-    spares_wait_held 1 || { wait "$job"; cat "$log"; return 1; }
+    spares_wait_held 1 || { stop_timed "$log"; cat "$log"; return 1; }
     cluster_kill_host h2 || return 1
     spares_check "$log" 2 "2 spare(s), 0 respawned" 0 1 && spares_lost h1 && spares_lost h2 \
         && grep -aq "world rank 4\] spare takes the place of rank 1" "$log" \
