@@ -198,7 +198,7 @@ static void set_btl_tcp_default(const char *name, int value)
 
     if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, &current, &source, NULL)) {
         DR2_VERBOSE(5, "pml:dr2: no btl_tcp_%s (btl/tcp not loaded, or an Open MPI without "
-                       "ompi-resilience's patches 0018-0019)", name);
+                       "ompi-resilience's patches 0018-0020)", name);
         return;
     }
     if (MCA_BASE_VAR_SOURCE_DEFAULT == source
@@ -219,13 +219,18 @@ static void set_btl_tcp_default(const char *name, int value)
  *   retransmission 13 s away at the heal). Bounding the backoff bounds that wait.
  * - A connection that failed (reset, timed out) is never made again, so the probes of its
  *   path would fail for the rest of the job; dr2 recovers what the connection lost, so it
- *   lets btl/tcp connect again. */
-void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms)
+ *   lets btl/tcp connect again.
+ * And one that keeps a job whose network was cut for good from ending: closing a
+ * connection, btl/tcp waits for room for its goodbye in the send buffer, which a cut left
+ * full, until the network moves again. dr2 ends a job over such a cut (its peers declared
+ * failed), so it bounds that wait. */
+void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms, unsigned goodbye_timeout_ms)
 {
     if (0 != rto_max_ms) {
         set_btl_tcp_default("rto_max_ms", (int) rto_max_ms);
     }
     set_btl_tcp_default("reconnect", 1);
+    set_btl_tcp_default("goodbye_timeout_ms", (int) goodbye_timeout_ms);
 }
 
 /* A probe (PROBE) or its answer (PROBE_REPLY) on path `path`. */

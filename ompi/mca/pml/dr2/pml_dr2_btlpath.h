@@ -90,10 +90,12 @@ bool mca_pml_dr2_path_btl_error(struct ompi_proc_t *proc, struct mca_btl_base_mo
 void mca_pml_dr2_path_unreachable(struct mca_pml_dr2_peer_t *peer, int index);
 
 /* Unless the user set them: bound TCP's retransmission backoff on btl/tcp's connections to
- * `rto_max_ms` milliseconds (btl_tcp_rto_max_ms, Open MPI patch 0018; 0: leave it), and
- * let btl/tcp connect again to a peer whose connection failed (btl_tcp_reconnect, patch
- * 0019). Call before any connection exists: btl/tcp applies them to each one it makes. */
-void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms);
+ * `rto_max_ms` milliseconds (btl_tcp_rto_max_ms, Open MPI patch 0018; 0: leave it), let
+ * btl/tcp connect again to a peer whose connection failed (btl_tcp_reconnect, patch 0019),
+ * and bound the wait for room for its goodbye when it closes a connection to
+ * `goodbye_timeout_ms` (btl_tcp_goodbye_timeout_ms, patch 0020). Call before any connection
+ * exists: btl/tcp applies them to each one it makes. */
+void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms, unsigned goodbye_timeout_ms);
 
 /* Take out the paths whose BTL reported an error (progress, outermost dr2 frame). */
 void mca_pml_dr2_paths_handle_errors(void);

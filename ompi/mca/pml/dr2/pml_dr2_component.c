@@ -247,7 +247,10 @@ static int dr2_register(void)
         "local_timeouts, verbose 1). A vfrag's ACK timer starts only once the transport has "
         "sent its segments (a segment queued behind a full TCP socket has not left yet); "
         "after this timeout the peer's ACK timers stop waiting for that, so losses are still "
-        "recovered (and, with pml_dr2_retry_limit, the peer given up on). Positive",
+        "recovered (and, with pml_dr2_retry_limit, the peer given up on). Also the longest "
+        "wait of btl/tcp, closing a connection in MPI_Finalize, for room for its goodbye "
+        "(btl_tcp_goodbye_timeout_ms, set for dr2 unless given): a connection a cut left "
+        "full is then closed without it. Positive",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_6, &m->local_timeout_us);
 
     m->send_depth = 64;
@@ -569,7 +572,8 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
         return NULL;
     }
-    mca_pml_dr2_paths_tune_tcp(m->tcp_rto_max_ms);
+    /* the goodbye is a transport holding our segment: it gets the watchdog's time */
+    mca_pml_dr2_paths_tune_tcp(m->tcp_rto_max_ms, (m->local_timeout_us + 999) / 1000);
     OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
     m->depth = 0;
     OBJ_CONSTRUCT(&m->peers, opal_list_t);
