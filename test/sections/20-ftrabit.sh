@@ -9,6 +9,17 @@ mpi allreduce/recursive-doubling 3 pass test/mpi/coll_allreduce "${FT[@]}" \
     --mca coll_ftrabit_allreduce_algorithm recursive_doubling
 mpi allreduce/reduce-scatter-allgather 6 pass test/mpi/coll_allreduce "${FT[@]}" \
     --mca coll_ftrabit_allreduce_algorithm reduce_scatter_allgather
+# Where the ranks run (one node or more, a node with more ranks than cores) chooses
+# algorithms, so the ranks agree on it (coll_ftrabit_placement.c); each logs the agreement.
+placement_agreed_by_all() { # LOG WHAT: every one of the 4 ranks logged WHAT
+    local n
+    n=$(grep -ac "agreed by its 4 ranks: $2" "$1")
+    echo "ranks that logged '$2': $n of 4"
+    [ "$n" = 4 ]
+}
+mpi allreduce/placement 4 pass test/mpi/coll_allreduce "${FT[@]}" --mca coll_ftrabit_verbose 5
+check mpi/allreduce/placement-agreed-one-node placement_agreed_by_all \
+    "$logs/allreduce_placement-np4.log" "one node"
 for np in 1 2 3 4 7 8; do mpi bcast "$np" pass test/mpi/coll_bcast "${FT[@]}"; done
 mpi bcast/pipeline-small-segments 5 pass test/mpi/coll_bcast "${FT[@]}" \
     --mca coll_ftrabit_bcast_algorithm pipeline --mca coll_ftrabit_bcast_segment_bytes 1000

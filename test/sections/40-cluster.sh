@@ -232,6 +232,20 @@ in_cluster check cluster/bad-input-refused cluster_bad_input_refused
 in_cluster mpi cluster/allreduce-2-hosts 4 pass test/mpi/coll_allreduce "${FT[@]}" \
     --host "$(cluster_hosts_arg 2 2)"
 in_cluster mpi cluster/allreduce-3-hosts 6 pass test/mpi/coll_allreduce "${FT[@]}"
+# Ranks placed unevenly: three on h0, which has 2 slots (oversubscribed), one on h1. Each
+# process used to choose its broadcast by whether its own node was oversubscribed: h0's
+# ranks took the binomial tree, h1's the pipeline, and MPI_Bcast hung. The ranks now agree
+# on where they run (coll_ftrabit_placement.c): every rank must log the same agreement.
+uneven_hosts() { local h; h=$(cluster_hosts_arg 2 2) && echo "${h%:2}:1"; }
+in_cluster mpi cluster/bcast-uneven-oversubscribed 4 pass test/mpi/coll_bcast "${FT[@]}" \
+    --host "$(uneven_hosts)" --mca coll_ftrabit_verbose 5
+in_cluster mpi cluster/allreduce-uneven-oversubscribed 4 pass test/mpi/coll_allreduce "${FT[@]}" \
+    --host "$(uneven_hosts)" --mca coll_ftrabit_verbose 5
+for t in bcast allreduce; do
+    in_cluster check "cluster/$t-uneven-oversubscribed-agreed" placement_agreed_by_all \
+        "$logs/cluster_$t-uneven-oversubscribed-np4.log" \
+        "more than one node, more ranks than cores on a node"
+done
 in_cluster mpi cluster/dr2-p2p-2-hosts 2 pass test/mpi/dr2_p2p "${DR2_TCP[@]}" \
     --host "$(cluster_hosts_arg 1 2)"
 in_cluster mpi cluster/dr2-p2p-3-hosts 3 pass test/mpi/dr2_p2p "${DR2_TCP[@]}"

@@ -182,6 +182,16 @@ static void algorithm_choice(void)
           == FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER);
     CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_AUTO, 1 << 20, 2, 8, 16384)
           == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
+    /* auto threshold: 16 KiB within a node, 64 KiB across nodes; a set value wins */
+    CHECK(ftrabit_rsag_min_bytes(0, false) == 16384);
+    CHECK(ftrabit_rsag_min_bytes(0, true) == 65536);
+    CHECK(ftrabit_rsag_min_bytes(4096, true) == 4096);
+    CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_AUTO, 32768, 4096, 4,
+                                   ftrabit_rsag_min_bytes(0, false))
+          == FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER);
+    CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_AUTO, 32768, 4096, 4,
+                                   ftrabit_rsag_min_bytes(0, true))
+          == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);
     /* forced reduce-scatter with fewer elements than ranks cannot split: falls back */
     CHECK(ftrabit_choose_allreduce(FTRABIT_ALLREDUCE_REDUCE_SCATTER_ALLGATHER, 16, 2, 8, 0)
           == FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING);

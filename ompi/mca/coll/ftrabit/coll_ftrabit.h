@@ -56,6 +56,12 @@ typedef struct {
 
 OMPI_DECLSPEC extern mca_coll_ftrabit_component_t mca_coll_ftrabit_component;
 
+/* Where a communicator's ranks run, as all of them agree (coll_ftrabit_placement.c). */
+typedef struct {
+    bool spans_nodes;  /* the ranks run on more than one node */
+    bool cores_shared; /* a node of theirs has more ranks than cores */
+} ftrabit_placement_t;
+
 typedef struct {
     mca_coll_base_module_2_4_0_t super;
 
@@ -68,6 +74,10 @@ typedef struct {
     /* Scratch memory kept from one collective to the next (see ftrabit_scratch_get). */
     void *scratch;
     size_t scratch_size;
+
+    /* Agreed the first time an algorithm choice depends on it (ftrabit_placement). */
+    bool placement_known;
+    ftrabit_placement_t placement;
 } mca_coll_ftrabit_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ftrabit_module_t);
@@ -80,6 +90,19 @@ OBJ_CLASS_DECLARATION(mca_coll_ftrabit_module_t);
 #define FTRABIT_SCRATCH_KEEP_MAX ((size_t) 16 << 20)
 void *ftrabit_scratch_get(mca_coll_ftrabit_module_t *module, size_t bytes);
 void ftrabit_scratch_put(mca_coll_ftrabit_module_t *module, void *mem);
+
+/* Where the ranks of the module's communicator run, agreed by all of them: a collective
+ * (a small allreduce) the first time, on every rank at the same call; after that, what was
+ * agreed. Call it only where an algorithm choice depends on it, which is the same on every
+ * rank. Returns the allreduce's error if that fails (the caller's collective fails). */
+int ftrabit_placement(mca_coll_ftrabit_module_t *module, struct ompi_communicator_t *comm,
+                      ftrabit_placement_t *placement);
+
+/* The allreduce of `count` elements from sbuf (MPI_IN_PLACE: buf) into buf, without the
+ * call counting of mca_coll_ftrabit_allreduce or its error handling: the caller's. */
+int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             struct ompi_communicator_t *comm, mca_coll_ftrabit_module_t *module);
 
 int mca_coll_ftrabit_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_ftrabit_comm_query(struct ompi_communicator_t *comm,

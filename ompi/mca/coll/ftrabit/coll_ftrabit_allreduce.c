@@ -317,15 +317,42 @@ static int ftrabit_allreduce_run(ftrabit_vector_t *v, const ftrabit_fold_t *fold
     return err;
 }
 
-static int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count,
-                                    ompi_datatype_t *dtype, ompi_op_t *op,
-                                    ompi_communicator_t *comm, mca_coll_ftrabit_module_t *module)
+/* The algorithm for `bytes` in `count` elements: by size, and where the threshold is left
+ * to auto and the answer depends on it, by where the ranks run (agreed; may fail). */
+static int ftrabit_allreduce_algorithm(size_t bytes, size_t count, ompi_communicator_t *comm,
+                                       mca_coll_ftrabit_module_t *module,
+                                       ftrabit_allreduce_alg_t *alg)
 {
     mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+    int size = ompi_comm_size(comm);
+    size_t configured = c->allreduce_rsag_min_bytes;
+    ftrabit_placement_t where;
+    int err;
+
+    *alg = ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
+                                    ftrabit_rsag_min_bytes(configured, false));
+    if (*alg == ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
+                                         ftrabit_rsag_min_bytes(configured, true))) {
+        return MPI_SUCCESS; /* the same wherever the ranks run */
+    }
+    err = ftrabit_placement(module, comm, &where);
+    if (MPI_SUCCESS == err) {
+        *alg = ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
+                                        ftrabit_rsag_min_bytes(configured, where.spans_nodes));
+    }
+    return err;
+}
+
+int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count, ompi_datatype_t *dtype,
+                             ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_ftrabit_module_t *module)
+{
     int size = ompi_comm_size(comm);
     ptrdiff_t lb;
     size_t type_size;
     ftrabit_fold_t fold;
+    ftrabit_allreduce_alg_t alg;
+    int err;
     /* A send buffer that is the receive buffer (erroneous without MPI_IN_PLACE) is
      * treated as MPI_IN_PLACE rather than read after being written. */
     ftrabit_vector_t v = {.sbuf = (MPI_IN_PLACE == sbuf || sbuf == buf) ? NULL : sbuf,
@@ -336,9 +363,10 @@ static int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count,
     ompi_datatype_get_extent(dtype, &lb, &v.extent);
     ompi_datatype_type_size(dtype, &type_size);
     ftrabit_fold(size, ompi_comm_rank(comm), &fold);
-    ftrabit_allreduce_alg_t alg = ftrabit_choose_allreduce(c->allreduce_algorithm,
-                                                           count * type_size, count, size,
-                                                           c->allreduce_rsag_min_bytes);
+    err = ftrabit_allreduce_algorithm(count * type_size, count, comm, module, &alg);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
     FTRABIT_VERBOSE(10, "coll:ftrabit: allreduce of %zu elements on %s: %s", count,
                     ompi_comm_print_cid(comm),
                     FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING == alg ? "recursive_doubling"

@@ -19,7 +19,6 @@
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
 #include "ompi/request/request.h"
-#include "ompi/runtime/params.h"
 
 #include "ompi/mca/coll/ftrabit/coll_ftrabit.h"
 
@@ -177,23 +176,47 @@ static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtyp
     return MPI_SUCCESS != err ? err : send_err;
 }
 
+/* The algorithm for `bytes`: by size and ranks, and where the answer depends on it, by
+ * whether a node of theirs is oversubscribed (agreed; may fail). */
+static int ftrabit_bcast_algorithm(size_t bytes, ompi_communicator_t *comm,
+                                   mca_coll_ftrabit_module_t *module, ftrabit_bcast_alg_t *alg)
+{
+    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+    int size = ompi_comm_size(comm);
+    ftrabit_placement_t where;
+    int err;
+
+    *alg = ftrabit_choose_bcast(c->bcast_algorithm, bytes, size, c->bcast_pipeline_min_bytes,
+                                false);
+    if (*alg == ftrabit_choose_bcast(c->bcast_algorithm, bytes, size,
+                                     c->bcast_pipeline_min_bytes, true)) {
+        return MPI_SUCCESS; /* the same wherever the ranks run */
+    }
+    err = ftrabit_placement(module, comm, &where);
+    if (MPI_SUCCESS == err) {
+        *alg = ftrabit_choose_bcast(c->bcast_algorithm, bytes, size,
+                                    c->bcast_pipeline_min_bytes, where.cores_shared);
+    }
+    return err;
+}
+
 int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype, int root,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+    ftrabit_bcast_alg_t alg;
     size_t type_size;
 
-    (void) module;
     __atomic_fetch_add(&c->bcast_calls, 1, __ATOMIC_RELAXED);
     ompi_datatype_type_size(dtype, &type_size);
     if (count <= 0 || 0 == type_size) {
         return MPI_SUCCESS;
     }
-    ftrabit_bcast_alg_t alg = ftrabit_choose_bcast(c->bcast_algorithm, count * type_size,
-                                                   ompi_comm_size(comm),
-                                                   c->bcast_pipeline_min_bytes,
-                                                   ompi_mpi_oversubscribed);
-    int err;
+    int err = ftrabit_bcast_algorithm(count * type_size, comm,
+                                      (mca_coll_ftrabit_module_t *) module, &alg);
+    if (MPI_SUCCESS != err) {
+        return ftrabit_collective_outcome(err, comm);
+    }
     FTRABIT_VERBOSE(10, "coll:ftrabit: bcast of %d elements from %d on %s: %s", count, root,
                     ompi_comm_print_cid(comm),
                     FTRABIT_BCAST_PIPELINE == alg  ? "pipeline"

@@ -148,12 +148,14 @@ static int ftrabit_register(void)
                   "identical on every rank",
                   allreduce_algorithms, &c->allreduce_algorithm);
 
-    c->allreduce_rsag_min_bytes = 16384;
+    c->allreduce_rsag_min_bytes = 0;
     register_size("allreduce_rsag_min_bytes",
                   "With allreduce_algorithm auto: messages of at least this many bytes use "
-                  "reduce_scatter_allgather, smaller ones recursive_doubling. The default "
-                  "suits ranks within a node; across nodes, where each of the reduce-scatter's "
-                  "extra rounds is a network round trip, 65536 measured faster",
+                  "reduce_scatter_allgather, smaller ones recursive_doubling. 0 (the default): "
+                  "16384 where the communicator's ranks run on one node, 65536 where they span "
+                  "nodes (each of the reduce-scatter's extra rounds is then a network round "
+                  "trip); the ranks agree on which, with one small allreduce per communicator "
+                  "the first time it matters",
                   &c->allreduce_rsag_min_bytes);
 
     c->bcast_algorithm = FTRABIT_BCAST_AUTO;
@@ -170,8 +172,10 @@ static int ftrabit_register(void)
     register_size("bcast_pipeline_min_bytes",
                   "With bcast_algorithm auto: messages of at least this many bytes use the "
                   "pipeline on communicators of three or more ranks, smaller ones binomial; "
-                  "on an oversubscribed node (more ranks than cores) every size uses "
-                  "binomial, since a chain's hops wait for their ranks' turns on a core",
+                  "where a node of the communicator's ranks is oversubscribed (more ranks than "
+                  "cores) every size uses binomial, since a chain's hops wait for their ranks' "
+                  "turns on a core (the ranks agree on this, with one small allreduce per "
+                  "communicator the first time it matters)",
                   &c->bcast_pipeline_min_bytes);
 
     c->bcast_segment_bytes = 65536;

@@ -21,6 +21,7 @@ static void ftrabit_module_construct(mca_coll_ftrabit_module_t *module)
     module->previous_bcast_module = NULL;
     module->scratch = NULL;
     module->scratch_size = 0;
+    module->placement_known = false;
 }
 
 /*
@@ -75,6 +76,7 @@ static void ftrabit_module_destruct(mca_coll_ftrabit_module_t *module)
     free(module->scratch);
     module->scratch = NULL;
     module->scratch_size = 0;
+    module->placement_known = false;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ftrabit_module_t, mca_coll_base_module_t,

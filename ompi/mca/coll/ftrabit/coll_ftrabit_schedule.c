@@ -127,6 +127,14 @@ size_t ftrabit_segments(size_t count, size_t segcount)
     return (count + segcount - 1) / segcount;
 }
 
+size_t ftrabit_rsag_min_bytes(size_t configured, bool spans_nodes)
+{
+    if (0 != configured) {
+        return configured;
+    }
+    return spans_nodes ? FTRABIT_RSAG_MIN_ACROSS_NODES : FTRABIT_RSAG_MIN_WITHIN_NODE;
+}
+
 ftrabit_allreduce_alg_t ftrabit_choose_allreduce(ftrabit_allreduce_alg_t forced, size_t bytes,
                                                  size_t count, int size, size_t rsag_min_bytes)
 {

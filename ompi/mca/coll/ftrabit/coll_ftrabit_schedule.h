@@ -113,12 +113,24 @@ size_t ftrabit_bcast_segment_bytes(size_t bytes, int size, size_t min_segment);
 /* Number of segments of at most `segcount` elements in `count` elements. */
 size_t ftrabit_segments(size_t count, size_t segcount);
 
+/* With allreduce_rsag_min_bytes 0 (auto), the size from which the allreduce reduce-scatters:
+ * on ranks within one node, and on ranks that span nodes, where each extra round of the
+ * reduce-scatter is a network round trip (across two hosts on 4 ranks recursive doubling
+ * took 67 and 87 us at 16 and 32 KiB, the reduce-scatter 119 and 139 us; at 64 KiB the
+ * reduce-scatter was the faster: docs/bench/coll-hosts-2026-11-27/rsag-threshold.md). */
+#define FTRABIT_RSAG_MIN_WITHIN_NODE ((size_t) 16384)
+#define FTRABIT_RSAG_MIN_ACROSS_NODES ((size_t) 65536)
+
+/* The reduce-scatter threshold for allreduce_rsag_min_bytes `configured` (0: auto) on ranks
+ * that span nodes or not. */
+size_t ftrabit_rsag_min_bytes(size_t configured, bool spans_nodes);
+
 /* Algorithm choice from message size (bytes), communicator size and tunables. A forced
  * algorithm (anything but AUTO) is honoured when it can run. */
 ftrabit_allreduce_alg_t ftrabit_choose_allreduce(ftrabit_allreduce_alg_t forced, size_t bytes,
                                                  size_t count, int size, size_t rsag_min_bytes);
 /* The pipeline (a chain) only pays off while every rank of the chain runs at once: where
- * the node is oversubscribed (`cores_shared`: more ranks than cores), each hop waits for
+ * a node of the chain is oversubscribed (`cores_shared`: more ranks than cores), each hop waits for
  * its rank's turn on a core and the binomial tree, half as deep in rounds of the whole
  * message, is faster at every size (docs/bench/coll.md). */
 ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t bytes, int size,
