@@ -76,7 +76,6 @@ static void ftrabit_module_destruct(mca_coll_ftrabit_module_t *module)
     free(module->scratch);
     module->scratch = NULL;
     module->scratch_size = 0;
-    module->placement_known = false;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ftrabit_module_t, mca_coll_base_module_t,

@@ -130,9 +130,9 @@ size_t ftrabit_rsag_min_bytes(size_t configured, bool spans_nodes);
 ftrabit_allreduce_alg_t ftrabit_choose_allreduce(ftrabit_allreduce_alg_t forced, size_t bytes,
                                                  size_t count, int size, size_t rsag_min_bytes);
 /* The pipeline (a chain) only pays off while every rank of the chain runs at once: where
- * a node of the chain is oversubscribed (`cores_shared`: more ranks than cores), each hop waits for
- * its rank's turn on a core and the binomial tree, half as deep in rounds of the whole
- * message, is faster at every size (docs/bench/coll.md). */
+ * a node of the chain is oversubscribed (`cores_shared`: more ranks than cores), each hop
+ * waits for its rank's turn on a core and the binomial tree, half as deep in rounds of the
+ * whole message, is faster at every size (docs/bench/coll.md). */
 ftrabit_bcast_alg_t ftrabit_choose_bcast(ftrabit_bcast_alg_t forced, size_t bytes, int size,
                                          size_t pipeline_min_bytes, bool cores_shared);
 
