@@ -318,7 +318,7 @@ static int ftrabit_allreduce_run(ftrabit_vector_t *v, const ftrabit_fold_t *fold
 }
 
 /* The algorithm for `bytes` in `count` elements: by size, and where the threshold is left
- * to auto and the answer depends on it, by where the ranks run (agreed; may fail). */
+ * to auto and the answer depends on it, by where the ranks run (agreed once; may fail). */
 static int ftrabit_allreduce_algorithm(size_t bytes, size_t count, ompi_communicator_t *comm,
                                        mca_coll_ftrabit_module_t *module,
                                        ftrabit_allreduce_alg_t *alg)
@@ -326,21 +326,23 @@ static int ftrabit_allreduce_algorithm(size_t bytes, size_t count, ompi_communic
     mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
     int size = ompi_comm_size(comm);
     size_t configured = c->allreduce_rsag_min_bytes;
-    ftrabit_placement_t where;
-    int err;
+    ftrabit_placement_t where = module->placement; /* valid once known */
 
-    *alg = ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
-                                    ftrabit_rsag_min_bytes(configured, false));
-    if (*alg == ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
-                                         ftrabit_rsag_min_bytes(configured, true))) {
-        return MPI_SUCCESS; /* the same wherever the ranks run */
-    }
-    err = ftrabit_placement(module, comm, &where);
-    if (MPI_SUCCESS == err) {
+    if (!module->placement_known) {
         *alg = ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
-                                        ftrabit_rsag_min_bytes(configured, where.spans_nodes));
+                                        ftrabit_rsag_min_bytes(configured, false));
+        if (*alg == ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
+                                             ftrabit_rsag_min_bytes(configured, true))) {
+            return MPI_SUCCESS; /* the same wherever the ranks run */
+        }
+        int err = ftrabit_placement(module, comm, &where);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
     }
-    return err;
+    *alg = ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
+                                    ftrabit_rsag_min_bytes(configured, where.spans_nodes));
+    return MPI_SUCCESS;
 }
 
 int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count, ompi_datatype_t *dtype,

@@ -177,27 +177,29 @@ static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtyp
 }
 
 /* The algorithm for `bytes`: by size and ranks, and where the answer depends on it, by
- * whether a node of theirs is oversubscribed (agreed; may fail). */
+ * whether a node of theirs is oversubscribed (agreed once; may fail). */
 static int ftrabit_bcast_algorithm(size_t bytes, ompi_communicator_t *comm,
                                    mca_coll_ftrabit_module_t *module, ftrabit_bcast_alg_t *alg)
 {
     mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
     int size = ompi_comm_size(comm);
-    ftrabit_placement_t where;
-    int err;
+    ftrabit_placement_t where = module->placement; /* valid once known */
 
-    *alg = ftrabit_choose_bcast(c->bcast_algorithm, bytes, size, c->bcast_pipeline_min_bytes,
-                                false);
-    if (*alg == ftrabit_choose_bcast(c->bcast_algorithm, bytes, size,
-                                     c->bcast_pipeline_min_bytes, true)) {
-        return MPI_SUCCESS; /* the same wherever the ranks run */
-    }
-    err = ftrabit_placement(module, comm, &where);
-    if (MPI_SUCCESS == err) {
+    if (!module->placement_known) {
         *alg = ftrabit_choose_bcast(c->bcast_algorithm, bytes, size,
-                                    c->bcast_pipeline_min_bytes, where.cores_shared);
+                                    c->bcast_pipeline_min_bytes, false);
+        if (*alg == ftrabit_choose_bcast(c->bcast_algorithm, bytes, size,
+                                         c->bcast_pipeline_min_bytes, true)) {
+            return MPI_SUCCESS; /* the same wherever the ranks run */
+        }
+        int err = ftrabit_placement(module, comm, &where);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
     }
-    return err;
+    *alg = ftrabit_choose_bcast(c->bcast_algorithm, bytes, size, c->bcast_pipeline_min_bytes,
+                                where.cores_shared);
+    return MPI_SUCCESS;
 }
 
 int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype, int root,
