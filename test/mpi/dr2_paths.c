@@ -26,6 +26,12 @@
  *                       calls must end in an error (MPIX_ERR_PROC_FAILED under ULFM, the
  *                       ranks set MPI_ERRORS_RETURN); without ULFM the job aborts with dr2's
  *                       message.
+ *   dr2_paths both-heal DIR  the same, and then each rank fills its receive buffer with a
+ *                       sentinel (rank 0's received the stream until the error), prints
+ *                       "phase ended-in-error" and keeps calling MPI until DIR/healed and 3 s more:
+ *                       the script heals both networks, and what TCP still had in flight
+ *                       arrives. PASS: the error as above, and the sentinel intact: nothing
+ *                       of a receive that ended in error was written after it ended.
  *   dr2_paths plain     no cut: fragments go on every path (striping).
  */
 #include <mpi.h>
@@ -167,11 +173,43 @@ static int script_did(const char *dir, const char *name)
     return 0 == access(path, F_OK);
 }
 
+/* both-heal: the receive buffer, filled with a sentinel after the error, stays so while
+ * MPI progresses until the script healed the networks and 3 s more. */
+static int after_heal_untouched(unsigned char *buf, size_t len, const char *control)
+{
+    const unsigned char sentinel = 0xa5;
+    double healed_at = 0;
+    int flag;
+
+    memset(buf, sentinel, len);
+    phase("ended-in-error");
+    for (;;) {
+        /* any MPI call progresses the transports: this one touches no failed peer */
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+        if (0 == healed_at && script_did(control, "healed")) {
+            healed_at = MPI_Wtime();
+        }
+        if (0 != healed_at && MPI_Wtime() - healed_at > 3.0) {
+            break;
+        }
+        usleep(1000);
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (sentinel != buf[i]) {
+            fail("a byte of the receive buffer changed after the receive ended, at offset",
+                 (unsigned long long) i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "plain";
     const char *control = argc > 2 ? argv[2] : NULL;
-    int one_way = 0 == strcmp(mode, "both");
+    int both_heal = 0 == strcmp(mode, "both-heal");
+    int one_way = 0 == strcmp(mode, "both") || both_heal;
     int size, peer, stop = 0, eclass = MPI_SUCCESS;
     unsigned char *out, *in;
     uint64_t n, event_at = 0;
@@ -181,11 +219,11 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (2 != size || (strcmp(mode, "cut") && strcmp(mode, "heal") && strcmp(mode, "both")
+    if (2 != size || (strcmp(mode, "cut") && strcmp(mode, "heal") && !one_way
                       && strcmp(mode, "plain"))
         || (strcmp(mode, "plain") && NULL == control)) {
         if (0 == rank) {
-            fprintf(stderr, "usage: mpirun -np 2 dr2_paths cut|heal|both CONTROL_DIR\n"
+            fprintf(stderr, "usage: mpirun -np 2 dr2_paths cut|heal|both|both-heal CONTROL_DIR\n"
                             "       mpirun -np 2 dr2_paths plain\n");
         }
         MPI_Finalize();
@@ -259,8 +297,11 @@ int main(int argc, char **argv)
         }
     }
     counters_print("at the end");
-    if (0 == strcmp(mode, "both")) {
+    if (one_way) {
         int ok = MPIX_ERR_PROC_FAILED == eclass;
+        if (both_heal && !after_heal_untouched(in, sizes[NSIZES - 2] + HDR, control)) {
+            ok = 0;
+        }
         printf("dr2_paths: rank %d: %s: both networks cut: the exchange ended with error "
                "class %d%s after %llu messages\n", rank, ok ? "PASS" : "FAIL", eclass,
                ok ? " (MPIX_ERR_PROC_FAILED)" : "", (unsigned long long) n);

@@ -9,9 +9,10 @@
 # the failover (or the return); the timeout ends a hang.
 DR2_PATHS=(--mca pml dr2 --mca btl tcp,self)
 
-wait_for_line() { # LOG TEXT PID: until TEXT is in LOG; 1 if the job PID ended first
-    while ! grep -aq "$2" "$1"; do
-        kill -0 "$3" 2>/dev/null || grep -aq "$2" "$1" || return 1
+wait_for_line() { # LOG TEXT PID [N]: until TEXT is in LOG (N times); 1 if the job PID ended first
+    local n=${4:-1}
+    while [ "$(grep -ac "$2" "$1")" -lt "$n" ]; do
+        kill -0 "$3" 2>/dev/null || [ "$(grep -ac "$2" "$1")" -ge "$n" ] || return 1
         sleep 0.1
     done
 }
@@ -36,7 +37,7 @@ dr2_paths_job() {
         "$build/test/mpi/dr2_paths" "$mode" "$ctl"
     if [ $# -gt 0 ] && wait_for_line "$log" "phase streaming" "$job"; then
         "$@" && touch "$ctl/cut"
-        if [ "$mode" = heal ] && wait_for_line "$log" "phase failed-over" "$job"; then
+        if [ -n "${heal_after_phase:-}" ] && wait_for_line "$log" "phase $heal_after_phase" "$job" "${heal_after_count:-1}"; then
             sleep "${hold_cut_s:-0}"
             ${heal_cmd:-cluster_heal h1} && touch "$ctl/healed"
             healed_at=$(date +%s.%N)
@@ -61,6 +62,7 @@ both_passed() { # MODE: both ranks printed their PASS verdict
 }
 
 cut_both_data_networks() { cluster_cut h1 neta && cluster_cut h1 netb; }
+heal_both_data_networks() { cluster_heal h1 neta && cluster_heal h1 netb; }
 
 # No fault: the stream goes over both networks (striping), both ranks verify every byte.
 dr2_paths_striped() {
@@ -106,7 +108,7 @@ dr2_paths_connection_reset() {
 # and fragments go on both networks again. The resets are held 2 s after the failover, so
 # that the probes meet a few refused connections first.
 dr2_paths_connection_reset_then_healed() {
-    local rc timed_out log back_after_s hold_cut_s=2 heal_cmd="neta_resets -D"
+    local rc timed_out log back_after_s hold_cut_s=2 heal_cmd="neta_resets -D" heal_after_phase=failed-over
     dr2_paths_job reset-heal heal -- neta_resets -I
     echo "the path was back ${back_after_s} s after the resets stopped"
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal \
@@ -116,7 +118,7 @@ dr2_paths_connection_reset_then_healed() {
 # neta cut, then healed: a probe brings the path back and fragments go on both networks
 # again (dr2_paths compares its per-path counters from the return on).
 dr2_paths_cut_then_healed() {
-    local rc timed_out log
+    local rc timed_out log heal_after_phase=failed-over
     dr2_paths_job heal heal -- cluster_cut h1 neta
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal && grep -aq "phase path-back" "$log"
 }
@@ -128,7 +130,7 @@ dr2_paths_cut_then_healed() {
 # 0018) within the probe interval (1 s at most) and one retransmission timeout (1 s). The
 # test allows 5 s. Needs TCP_RTO_MAX_MS (Linux 6.15 and later).
 dr2_paths_long_cut_then_healed() {
-    local rc timed_out log back_after_s hold_cut_s=15
+    local rc timed_out log back_after_s hold_cut_s=15 heal_after_phase=failed-over
     dr2_paths_job long-heal heal -- cluster_cut h1 neta
     echo "the path was back ${back_after_s} s after the heal (the cut held ${hold_cut_s} s)"
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed heal && [ "$back_after_s" != - ] \
@@ -144,6 +146,18 @@ dr2_paths_long_cut_then_healed() {
 dr2_paths_both_cut_ulfm() {
     local rc timed_out log
     dr2_paths_job both-ulfm both --with-ft ulfm --mca pml_dr2_retry_limit 8 -- cut_both_data_networks
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed both
+}
+
+# Both networks cut under the one-way stream (ULFM), then healed once both ranks had the
+# error: what TCP still held of the stream arrives after the receive it was for ended in
+# error, and the receiver has reused that buffer, which must stay as the receiver left it
+# (no fragment of a message that is gone may be written anywhere; a transport that reads
+# into receive buffers, such as btl/tcp's put, would have to be refused here).
+dr2_paths_both_cut_then_healed() {
+    local rc timed_out log heal_after_phase=ended-in-error heal_after_count=2 \
+        heal_cmd=heal_both_data_networks
+    dr2_paths_job both-heal both-heal --with-ft ulfm --mca pml_dr2_retry_limit 8 -- cut_both_data_networks
     [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed both
 }
 
@@ -167,3 +181,4 @@ else
 fi
 in_cluster check cluster/dr2-paths-both-cut-ulfm dr2_paths_both_cut_ulfm
 in_cluster check cluster/dr2-paths-both-cut-abort dr2_paths_both_cut_abort
+in_cluster check cluster/dr2-paths-both-cut-then-healed dr2_paths_both_cut_then_healed
