@@ -28,10 +28,10 @@
  *                       message.
  *   dr2_paths both-heal DIR  the same, and then each rank fills its receive buffer with a
  *                       sentinel (rank 0's received the stream until the error), prints
- *                       "phase ended-in-error" and keeps calling MPI until DIR/healed and 3 s more:
- *                       the script heals both networks, and what TCP still had in flight
- *                       arrives. PASS: the error as above, and the sentinel intact: nothing
- *                       of a receive that ended in error was written after it ended.
+ *                       "phase ended-in-error" and keeps calling MPI until DIR/healed and
+ *                       3 s more: the script heals both networks, and what TCP still had in
+ *                       flight arrives. PASS: the error as above, and the sentinel intact:
+ *                       nothing of a receive that ended in error was written after it ended.
  *   dr2_paths plain     no cut: fragments go on every path (striping).
  */
 #include <mpi.h>

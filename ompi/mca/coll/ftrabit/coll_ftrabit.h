@@ -91,12 +91,32 @@ OBJ_CLASS_DECLARATION(mca_coll_ftrabit_module_t);
 void *ftrabit_scratch_get(mca_coll_ftrabit_module_t *module, size_t bytes);
 void ftrabit_scratch_put(mca_coll_ftrabit_module_t *module, void *mem);
 
-/* Where the ranks of the module's communicator run, agreed by all of them: a collective
- * (a small allreduce) the first time, on every rank at the same call; after that, what was
- * agreed. Call it only where an algorithm choice depends on it, which is the same on every
- * rank. Returns the allreduce's error if that fails (the caller's collective fails). */
-int ftrabit_placement(mca_coll_ftrabit_module_t *module, struct ompi_communicator_t *comm,
-                      ftrabit_placement_t *placement);
+/* An algorithm choice of a collective's call (`call`: what the choice reads of it) for
+ * ranks placed as `where`. A pure function of its arguments and the component's
+ * parameters, the same on every rank for the same arguments. */
+typedef int (*ftrabit_choice_fn_t)(const ftrabit_placement_t *where, const void *call);
+
+/* The choice before the placement is agreed: if `choose` gives the same answer wherever the
+ * ranks run, that answer and nothing else; otherwise the ranks agree on where they run (a
+ * small allreduce, on every rank at the same call, since every rank sees the same
+ * difference) and the choice follows. Returns that allreduce's error if it fails (the
+ * caller's collective fails; the next one tries again). */
+int ftrabit_choose_before_placement(mca_coll_ftrabit_module_t *module,
+                                    struct ompi_communicator_t *comm, ftrabit_choice_fn_t choose,
+                                    const void *call, int *choice);
+
+/* `choose` for the ranks of the module's communicator, as they agree they are placed. Once
+ * agreed, one inlined call per collective. */
+static inline int ftrabit_choose(mca_coll_ftrabit_module_t *module,
+                                 struct ompi_communicator_t *comm, ftrabit_choice_fn_t choose,
+                                 const void *call, int *choice)
+{
+    if (OPAL_LIKELY(module->placement_known)) {
+        *choice = choose(&module->placement, call);
+        return MPI_SUCCESS;
+    }
+    return ftrabit_choose_before_placement(module, comm, choose, call, choice);
+}
 
 /* The allreduce of `count` elements from sbuf (MPI_IN_PLACE: buf) into buf, without the
  * call counting of mca_coll_ftrabit_allreduce or its error handling: the caller's. */

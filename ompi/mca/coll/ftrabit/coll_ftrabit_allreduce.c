@@ -317,32 +317,21 @@ static int ftrabit_allreduce_run(ftrabit_vector_t *v, const ftrabit_fold_t *fold
     return err;
 }
 
-/* The algorithm for `bytes` in `count` elements: by size, and where the threshold is left
- * to auto and the answer depends on it, by where the ranks run (agreed once; may fail). */
-static int ftrabit_allreduce_algorithm(size_t bytes, size_t count, ompi_communicator_t *comm,
-                                       mca_coll_ftrabit_module_t *module,
-                                       ftrabit_allreduce_alg_t *alg)
-{
-    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
-    int size = ompi_comm_size(comm);
-    size_t configured = c->allreduce_rsag_min_bytes;
-    ftrabit_placement_t where = module->placement; /* valid once known */
+/* What the allreduce's algorithm depends on, besides where the ranks run. */
+typedef struct {
+    size_t bytes, count;
+    int size;
+} ftrabit_allreduce_call_t;
 
-    if (!module->placement_known) {
-        *alg = ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
-                                        ftrabit_rsag_min_bytes(configured, false));
-        if (*alg == ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
-                                             ftrabit_rsag_min_bytes(configured, true))) {
-            return MPI_SUCCESS; /* the same wherever the ranks run */
-        }
-        int err = ftrabit_placement(module, comm, &where);
-        if (MPI_SUCCESS != err) {
-            return err;
-        }
-    }
-    *alg = ftrabit_choose_allreduce(c->allreduce_algorithm, bytes, count, size,
-                                    ftrabit_rsag_min_bytes(configured, where.spans_nodes));
-    return MPI_SUCCESS;
+/* By size, and with the threshold left to auto, by whether the ranks span nodes. */
+static int ftrabit_allreduce_choice(const ftrabit_placement_t *where, const void *call)
+{
+    const mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+    const ftrabit_allreduce_call_t *a = call;
+
+    return ftrabit_choose_allreduce(c->allreduce_algorithm, a->bytes, a->count, a->size,
+                                    ftrabit_rsag_min_bytes(c->allreduce_rsag_min_bytes,
+                                                           where->spans_nodes));
 }
 
 int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count, ompi_datatype_t *dtype,
@@ -354,7 +343,7 @@ int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count, ompi_dat
     size_t type_size;
     ftrabit_fold_t fold;
     ftrabit_allreduce_alg_t alg;
-    int err;
+    int choice, err;
     /* A send buffer that is the receive buffer (erroneous without MPI_IN_PLACE) is
      * treated as MPI_IN_PLACE rather than read after being written. */
     ftrabit_vector_t v = {.sbuf = (MPI_IN_PLACE == sbuf || sbuf == buf) ? NULL : sbuf,
@@ -365,10 +354,12 @@ int ftrabit_allreduce_vector(const void *sbuf, void *buf, size_t count, ompi_dat
     ompi_datatype_get_extent(dtype, &lb, &v.extent);
     ompi_datatype_type_size(dtype, &type_size);
     ftrabit_fold(size, ompi_comm_rank(comm), &fold);
-    err = ftrabit_allreduce_algorithm(count * type_size, count, comm, module, &alg);
+    ftrabit_allreduce_call_t call = {.bytes = count * type_size, .count = count, .size = size};
+    err = ftrabit_choose(module, comm, ftrabit_allreduce_choice, &call, &choice);
     if (MPI_SUCCESS != err) {
         return err;
     }
+    alg = (ftrabit_allreduce_alg_t) choice;
     FTRABIT_VERBOSE(10, "coll:ftrabit: allreduce of %zu elements on %s: %s", count,
                     ompi_comm_print_cid(comm),
                     FTRABIT_ALLREDUCE_RECURSIVE_DOUBLING == alg ? "recursive_doubling"

@@ -176,30 +176,20 @@ static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtyp
     return MPI_SUCCESS != err ? err : send_err;
 }
 
-/* The algorithm for `bytes`: by size and ranks, and where the answer depends on it, by
- * whether a node of theirs is oversubscribed (agreed once; may fail). */
-static int ftrabit_bcast_algorithm(size_t bytes, ompi_communicator_t *comm,
-                                   mca_coll_ftrabit_module_t *module, ftrabit_bcast_alg_t *alg)
-{
-    mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
-    int size = ompi_comm_size(comm);
-    ftrabit_placement_t where = module->placement; /* valid once known */
+/* What the broadcast's algorithm depends on, besides where the ranks run. */
+typedef struct {
+    size_t bytes;
+    int size;
+} ftrabit_bcast_call_t;
 
-    if (!module->placement_known) {
-        *alg = ftrabit_choose_bcast(c->bcast_algorithm, bytes, size,
-                                    c->bcast_pipeline_min_bytes, false);
-        if (*alg == ftrabit_choose_bcast(c->bcast_algorithm, bytes, size,
-                                         c->bcast_pipeline_min_bytes, true)) {
-            return MPI_SUCCESS; /* the same wherever the ranks run */
-        }
-        int err = ftrabit_placement(module, comm, &where);
-        if (MPI_SUCCESS != err) {
-            return err;
-        }
-    }
-    *alg = ftrabit_choose_bcast(c->bcast_algorithm, bytes, size, c->bcast_pipeline_min_bytes,
-                                where.cores_shared);
-    return MPI_SUCCESS;
+/* By size and ranks, and by whether a node of the ranks is oversubscribed. */
+static int ftrabit_bcast_choice(const ftrabit_placement_t *where, const void *call)
+{
+    const mca_coll_ftrabit_component_t *c = &mca_coll_ftrabit_component;
+    const ftrabit_bcast_call_t *b = call;
+
+    return ftrabit_choose_bcast(c->bcast_algorithm, b->bytes, b->size,
+                                c->bcast_pipeline_min_bytes, where->cores_shared);
 }
 
 int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype, int root,
@@ -214,11 +204,13 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
     if (count <= 0 || 0 == type_size) {
         return MPI_SUCCESS;
     }
-    int err = ftrabit_bcast_algorithm(count * type_size, comm,
-                                      (mca_coll_ftrabit_module_t *) module, &alg);
+    ftrabit_bcast_call_t call = {.bytes = count * type_size, .size = ompi_comm_size(comm)};
+    int choice, err = ftrabit_choose((mca_coll_ftrabit_module_t *) module, comm,
+                                     ftrabit_bcast_choice, &call, &choice);
     if (MPI_SUCCESS != err) {
         return ftrabit_collective_outcome(err, comm);
     }
+    alg = (ftrabit_bcast_alg_t) choice;
     FTRABIT_VERBOSE(10, "coll:ftrabit: bcast of %d elements from %d on %s: %s", count, root,
                     ompi_comm_print_cid(comm),
                     FTRABIT_BCAST_PIPELINE == alg  ? "pipeline"
