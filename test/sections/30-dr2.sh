@@ -31,6 +31,14 @@ mpi dr2/eager-limit-tcp-256k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 262144
 mpi dr2/eager-limit-tcp-256k-plus-1 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" -- 262145 rendezvous
 mpi dr2/eager-limit-tcp-frag-16k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" \
     --mca pml_dr2_frag_size 16384 -- 262144 eager
+# Over tcp, fragments of 32 KiB and more go from the user's buffer (no copy into btl/tcp's)
+# when they carry a checksum; without one, under fault injection and over sm they are
+# copied. Every byte checked, send buffers reused at once.
+mpi dr2/in-place-tcp 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" -- in-place
+mpi dr2/in-place-checksum-none 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" \
+    --mca pml_dr2_checksum none -- copy
+mpi dr2/in-place-faults1 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" "${FAULTS1[@]}" -- copy
+mpi dr2/in-place-sm 2 pass test/mpi/dr2_in_place "${DR2[@]}" --mca btl sm,self -- copy
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
 # of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
 mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"

@@ -487,12 +487,13 @@ static void log_counters(void)
                 "local timeouts %lu), received %lu (payload CRC errors %lu, header errors %lu, "
                 "duplicates %lu, malformed %lu); ACKs sent %lu, received %lu; NACKs sent %lu, "
                 "received %lu; injected drop %lu, corrupt %lu, dup %lu; payloads copied "
-                "separately %lu, copy-way probes %lu; sent without ACK over sm/self %lu",
+                "separately %lu, copy-way probes %lu; sent in place %lu; sent without ACK over "
+                "sm/self %lu",
                 c->frags_sent, c->retransmits, c->fast_retransmits, c->timeouts, c->local_timeouts,
                 c->frags_received, c->data_crc_errors, hdr_errors, c->duplicates, c->malformed,
                 c->acks_sent, c->acks_received, c->nacks_sent, c->nacks_received,
                 c->injected_drop, c->injected_corrupt, c->injected_dup, c->copy_separate,
-                c->copy_probes, c->local_sent);
+                c->copy_probes, c->frags_in_place, c->local_sent);
     for (int i = 0; i < PML_DR2_PATH_MAX; i++) {
         const mca_pml_dr2_path_counters_t *pc = &mca_pml_dr2.path_counters;
         if (0 == pc->frags_sent[i] && 0 == pc->acks_sent[i] && 0 == pc->downs[i]) {

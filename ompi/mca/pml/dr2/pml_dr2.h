@@ -115,6 +115,7 @@ typedef struct {
     unsigned long copy_separate;    /* rendezvous payloads checksummed, then memcpy'd */
     unsigned long copy_probes;      /* pml_dr2_copy auto: copy-way measurements completed */
     unsigned long local_sent;       /* small messages sent as LOCAL (pml_dr2_local.h) */
+    unsigned long frags_in_place;   /* fragments the BTL sent from the user's buffer */
 } mca_pml_dr2_counters_t;
 
 /* Per-path counters (pml_dr2_btlpath.h), summed over peers by path index, exported as

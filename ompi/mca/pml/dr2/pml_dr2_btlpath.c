@@ -13,6 +13,17 @@
 #include "pml_dr2_peer.h"
 #include "pml_dr2_vfrag.h"
 
+/* Whether large fragments go to this BTL in place (its descriptor holds our header and
+ * points at the payload where it lies) rather than copied into a buffer of its own. Only
+ * btl/tcp, whose prepare_src takes the payload's address from the convertor and keeps
+ * nothing else of it (opal/mca/btl/tcp/btl_tcp.c, mca_btl_tcp_prepare_src): the convertor
+ * can live on our stack. Other BTLs that send in place were not read for this. */
+static bool path_sends_in_place(const mca_btl_base_module_t *btl)
+{
+    return (btl->btl_flags & MCA_BTL_FLAGS_SEND_INPLACE) && NULL != btl->btl_prepare_src
+           && 0 == strcmp(btl->btl_component->btl_version.mca_component_name, "tcp");
+}
+
 static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *bml_btl)
 {
     mca_pml_dr2_path_t *path = &peer->paths[index];
@@ -35,6 +46,7 @@ static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *b
     path->btl_error = false;
     path->no_wire = !pml_dr2_checksum_on_btl(
         PML_DR2_CHECKSUM_AUTO, bml_btl->btl->btl_component->btl_version.mca_component_name);
+    path->in_place = path_sends_in_place(bml_btl->btl);
 }
 
 void mca_pml_dr2_paths_init(mca_pml_dr2_peer_t *peer)

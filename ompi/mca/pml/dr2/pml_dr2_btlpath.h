@@ -53,6 +53,8 @@ typedef struct mca_pml_dr2_path_t {
                         * (mca_pml_dr2_paths_handle_errors) */
     bool no_wire;      /* its BTL crosses no wire (sm, self): it may carry LOCALs
                         * (pml_dr2_local.h) */
+    bool in_place;     /* its BTL sends a large fragment's payload from where it lies
+                        * (btl/tcp: mca_pml_dr2_peer_send_in_place) */
 } mca_pml_dr2_path_t;
 
 /* Set up the peer's paths from its BML endpoint (at most PML_DR2_PATH_MAX). */

@@ -419,6 +419,10 @@ static int dr2_register(void)
                      "Small messages sent without vfrag, checksum or ACK to a process reached "
                      "through no wire (pml_dr2_local_max)",
                      &c->local_sent);
+    register_counter("frags_in_place",
+                     "Fragments btl/tcp sent straight from the user's buffer (of 32 KiB and more, "
+                     "with a checksum): no copy into a buffer of the BTL's",
+                     &c->frags_in_place);
     register_counter("copy_probes",
                      "Copy-way measurements completed under pml_dr2_copy auto (one per peer "
                      "at first, then every 4096 fragments)",

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/bml/base/base.h"
+#include "opal/datatype/opal_convertor.h"
 
 #include "pml_dr2.h"
 #include "pml_dr2_inject.h"
@@ -467,6 +469,40 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len
         return OMPI_SUCCESS; /* lost on the way */
     }
 
+    rc = btl_send(p, des);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_dr2_peer_send_in_place(mca_pml_dr2_peer_t *peer, int path, const unsigned char *head,
+                                   size_t hdr_len, const unsigned char *payload, size_t len)
+{
+    mca_pml_dr2_path_t *p = &peer->paths[path];
+    mca_bml_base_btl_t *bml_btl = p->bml_btl;
+    mca_btl_base_descriptor_t *des = NULL;
+    opal_convertor_t convertor;
+    size_t size = len;
+    int rc;
+
+    if (OPAL_UNLIKELY(peer->failed)) {
+        return OMPI_ERR_UNREACH;
+    }
+    OBJ_CONSTRUCT(&convertor, opal_convertor_t);
+    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &ompi_mpi_byte.dt.super,
+                                             len, payload, 0, &convertor);
+    mca_bml_base_prepare_src(bml_btl, &convertor, MCA_BTL_NO_ORDER, hdr_len, &size,
+                             MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, &des);
+    OBJ_DESTRUCT(&convertor);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (OPAL_UNLIKELY(size != len || des->des_segments[0].seg_len != hdr_len)) {
+        mca_bml_base_free(bml_btl, des); /* not the layout the receiver expects */
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(des->des_segments[0].seg_addr.pval, head, hdr_len);
     rc = btl_send(p, des);
     if (OPAL_UNLIKELY(rc < 0)) {
         return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;

@@ -258,6 +258,15 @@ typedef size_t (*mca_pml_dr2_fill_fn_t)(void *ctx, unsigned char *buf, size_t le
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len,
                                   bool may_overtake, mca_pml_dr2_fill_fn_t fill, void *ctx);
 
+/* Send a fragment whose payload the BTL writes from where it lies: `head` (hdr_len bytes,
+ * dr2's header) goes into the descriptor, the `len` bytes at `payload` are not copied.
+ * Only on a path with in_place set (btl/tcp). The BTL reads the payload until it completes
+ * the descriptor, which may be after the send completed: goes_in_place in
+ * pml_dr2_txfrag.c says which memory that is safe for. Returns as
+ * mca_pml_dr2_peer_send_segment. */
+int mca_pml_dr2_peer_send_in_place(mca_pml_dr2_peer_t *peer, int path, const unsigned char *head,
+                                   size_t hdr_len, const unsigned char *payload, size_t len);
+
 /* The largest segment sent from a buffer of the caller's (mca_pml_dr2_peer_send_small, and
  * the immediate sends of mca_pml_dr2_peer_send_segment): one small eager message with its
  * header and a few piggybacked ACKs (MCA_PML_DR2_EAGER_HDR_MAX). On the stack: 8 KiB. */

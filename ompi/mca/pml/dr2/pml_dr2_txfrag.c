@@ -95,44 +95,54 @@ static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *d
     return crc;
 }
 
+/* The header of fragment ctx->index of its vfrag, its data checksum left to the caller;
+ * the payload's length is returned and its offset in the message put in *off. */
+static uint32_t fragment_header(const frag_ctx_t *ctx, pml_dr2_hdr_t *hdr, uint64_t *off)
+{
+    const mca_pml_dr2_vfrag_t *v = ctx->v;
+    const mca_pml_dr2_txmsg_t *msg = v->msg;
+    uint32_t flen = frag_payload_len(v, ctx->index);
+
+    *off = v->offset + (uint64_t) ctx->index * msg->frag_len;
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->flags = ctx->flags;
+    if (0 == ctx->index && PML_DR2_HDR_FRAG != v->kind) {
+        hdr->type = v->kind;
+        hdr->flags |= msg->match_flags;
+        txmsg_envelope(msg, v->id, &hdr->match);
+        hdr->match.frag_count = v->nfrags;
+        hdr->match.msg_len = msg->msg_len;
+    } else {
+        hdr->type = PML_DR2_HDR_FRAG;
+        hdr->frag.msg_id = msg->msg_id;
+        hdr->frag.vfrag = v->id;
+        hdr->frag.frag_index = (uint8_t) ctx->index;
+        hdr->frag.frag_count = v->nfrags;
+        hdr->frag.offset = *off;
+        hdr->frag.msg_len = msg->msg_len;
+    }
+    hdr->frag_len = flen;
+    hdr->data_crc = 0;
+    if (!msg->peer->tx_crc) {
+        hdr->flags |= PML_DR2_HDR_FLAG_NO_DATA_CRC;
+    }
+    return flen;
+}
+
 /* Pack fragment `index` of a vfrag (header + payload) into a BTL segment. The message's
  * data is always contiguous here (user buffer or packed copy): the payload is copied and
  * checksummed by copy_payload_with_crc. */
 static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
 {
     frag_ctx_t *ctx = vctx;
-    const mca_pml_dr2_vfrag_t *v = ctx->v;
-    mca_pml_dr2_txmsg_t *msg = v->msg;
-    uint32_t flen = frag_payload_len(v, ctx->index);
-    uint64_t off = v->offset + (uint64_t) ctx->index * msg->frag_len;
+    mca_pml_dr2_txmsg_t *msg = ctx->v->msg;
     unsigned char *payload = buf + PML_DR2_HDR_MAX_LEN;
-    bool crc = msg->peer->tx_crc;
     pml_dr2_hdr_t hdr;
+    uint64_t off;
+    uint32_t flen = fragment_header(ctx, &hdr, &off);
 
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.flags = ctx->flags;
-    if (0 == ctx->index && PML_DR2_HDR_FRAG != v->kind) {
-        hdr.type = v->kind;
-        hdr.flags |= msg->match_flags;
-        txmsg_envelope(msg, v->id, &hdr.match);
-        hdr.match.frag_count = v->nfrags;
-        hdr.match.msg_len = msg->msg_len;
-    } else {
-        hdr.type = PML_DR2_HDR_FRAG;
-        hdr.frag.msg_id = msg->msg_id;
-        hdr.frag.vfrag = v->id;
-        hdr.frag.frag_index = (uint8_t) ctx->index;
-        hdr.frag.frag_count = v->nfrags;
-        hdr.frag.offset = off;
-        hdr.frag.msg_len = msg->msg_len;
-    }
-    hdr.frag_len = flen;
-    hdr.data_crc = 0;
-    if (!crc) {
-        hdr.flags |= PML_DR2_HDR_FLAG_NO_DATA_CRC;
-    }
     if (flen > 0) {
-        if (crc) {
+        if (msg->peer->tx_crc) {
             hdr.data_crc = copy_payload_with_crc(msg->peer, payload, msg->contig + off, flen);
         } else {
             memcpy(payload, msg->contig + off, flen);
@@ -147,6 +157,54 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
                                               len - PML_DR2_HDR_MAX_LEN - flen);
     }
     return PML_DR2_HDR_MAX_LEN + flen;
+}
+
+/* Fragments from this size go in place where they may (goes_in_place). Smaller ones (the
+ * short last fragment of a message) are copied as before: the copy saved would be small
+ * against the convertor and the second segment that sending in place costs. */
+#define MCA_PML_DR2_IN_PLACE_MIN 32768
+
+/* Whether fragment ctx->index goes in place: a large one, alone in its segment, from the
+ * user's own buffer, with a checksum, on a path that sends in place (btl/tcp), without
+ * fault injection (which changes the bytes it sends).
+ * A send can complete while btl/tcp still holds a descriptor into its buffer: one queued
+ * behind a network cut silently, whose fragments were resent on another path and
+ * acknowledged (or one of a message abandoned under ULFM). The application may then change
+ * or free the buffer before btl/tcp writes it. What such a descriptor sends is a fragment
+ * the receiver already holds (a duplicate, dropped) or no longer wants, and its bytes no
+ * longer match the checksum taken when it was handed over, so it is never delivered; a
+ * freed buffer that was unmapped makes btl/tcp's write fail (EFAULT), which closes that
+ * connection as any other error would, and the path's probes make a new one. Hence the
+ * user's buffer only: a copy of ours is freed when its message is done, and our freed
+ * memory would be sent to the peer; and the checksum: without it nothing would tell
+ * changed bytes from the original. */
+static inline bool goes_in_place(const mca_pml_dr2_peer_t *peer, const frag_ctx_t *ctx)
+{
+    const mca_pml_dr2_vfrag_t *v = ctx->v;
+
+    return peer->paths[v->path].in_place && 0 == ctx->acks && peer->tx_crc
+           && MCA_PML_DR2_OWN_NONE == v->msg->own && !mca_pml_dr2.inject_enabled
+           && frag_payload_len(v, ctx->index) >= MCA_PML_DR2_IN_PLACE_MIN;
+}
+
+/* A fragment sent in place: its checksum is a read pass over the source, and the BTL
+ * writes header and payload from where they lie (pml_dr2_peer_send_in_place). Saves the
+ * copy into the BTL's buffer, about as much CPU per byte as one of the kernel's copies
+ * (docs/bench/dr2-cluster-analysis.md). */
+static int send_fragment_in_place(mca_pml_dr2_peer_t *peer, const frag_ctx_t *ctx)
+{
+    const mca_pml_dr2_txmsg_t *msg = ctx->v->msg;
+    unsigned char head[PML_DR2_HDR_MAX_LEN];
+    pml_dr2_hdr_t hdr;
+    uint64_t off;
+    uint32_t flen = fragment_header(ctx, &hdr, &off);
+
+    if (peer->tx_crc) {
+        hdr.data_crc = pml_dr2_crc32c(PML_DR2_CRC32C_INIT, msg->contig + off, flen);
+    }
+    (void) pml_dr2_hdr_encode(&hdr, head, sizeof(head));
+    return mca_pml_dr2_peer_send_in_place(peer, ctx->v->path, head, sizeof(head),
+                                          msg->contig + off, flen);
 }
 
 static inline bool is_eager_fragment(const mca_pml_dr2_vfrag_t *v, unsigned index)
@@ -243,8 +301,13 @@ int mca_pml_dr2_txfrag_send(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t 
 
     ctx.acks = mca_pml_dr2_txfrag_acks_to_piggyback(peer, len, eager, &ctx.inline_ack);
     len += (size_t) (ctx.acks - ctx.inline_ack) * PML_DR2_HDR_ACK_LEN;
-    rc = mca_pml_dr2_peer_send_segment(peer, v->path, len, 1 == v->nfrags,
-                                       eager ? fill_eager : fill_fragment, &ctx);
+    if (!eager && goes_in_place(peer, &ctx)) {
+        rc = send_fragment_in_place(peer, &ctx);
+        mca_pml_dr2.counters.frags_in_place += OMPI_SUCCESS == rc;
+    } else {
+        rc = mca_pml_dr2_peer_send_segment(peer, v->path, len, 1 == v->nfrags,
+                                           eager ? fill_eager : fill_fragment, &ctx);
+    }
     if (OMPI_SUCCESS == rc) {
         mca_pml_dr2.counters.frags_sent++;
         mca_pml_dr2.path_counters.frags_sent[v->path]++;

@@ -1,0 +1,218 @@
+/*
+ * ompi-resilience: fragments sent in place (pml_dr2_txfrag.c, goes_in_place).
+ *
+ * Over btl/tcp, pml/dr2 has the BTL send fragments of 32 KiB and more straight from the
+ * user's buffer when they carry a checksum; otherwise (no checksum, fault injection, sm, a
+ * buffer dr2 packed itself) it copies them into the BTL's buffer first. Both ways must
+ * deliver the same bytes, and a completed send must leave the buffer to the application.
+ * Between ranks 0 and 1, in both directions, every byte verified:
+ *  1. MPI_Send of sizes around the 32 KiB threshold, btl/tcp's 128 KiB fragments and
+ *     larger (up to 3 MB, odd sizes: a short last fragment), each send buffer overwritten
+ *     as soon as its send returned;
+ *  2. several MPI_Isend of 1 MiB in flight from distinct buffers, overwritten after
+ *     MPI_Waitall;
+ *  3. MPI_Ssend and a persistent send (MPI_Send_init, started 3 times, the buffer changed
+ *     in between);
+ *  4. a non-contiguous send (a vector type, packed by dr2 and so sent by copy).
+ * Then the job-wide MPI_T counter pml_dr2_frags_in_place: with "in-place" it must count
+ * fragments, with "copy" it must be 0.
+ *
+ *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_in_place in-place|copy
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpitest.h"
+
+#define MAX_LEN 3000000
+#define IN_FLIGHT 4
+#define ONE_MIB (1 << 20)
+
+static const size_t sizes[] = {32767, 32768, 65536 + 3, 131072, 131072 * 3 + 5, 300000,
+                               ONE_MIB, MAX_LEN};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static unsigned char pattern(int from, int n, size_t i)
+{
+    return (unsigned char) mt_hash64(((uint64_t) from << 48) ^ ((uint64_t) n << 32) ^ (uint64_t) i);
+}
+
+static void fill(unsigned char *buf, size_t len, int from, int n)
+{
+    for (size_t i = 0; i < len; i++) {
+        buf[i] = pattern(from, n, i);
+    }
+}
+
+/* Every byte of message n from `from`; reports the first wrong one. */
+static void verify(const unsigned char *buf, size_t len, int from, int n, const char *what)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] != pattern(from, n, i)) {
+            MT_CHECK(0, "%s: message %d of %zu bytes from rank %d: byte %zu is 0x%02x, expected "
+                     "0x%02x", what, n, len, from, i, buf[i], pattern(from, n, i));
+            return;
+        }
+    }
+}
+
+/* 1: blocking sends, the buffer overwritten right after each returned. */
+static void blocking_sends(unsigned char *sbuf, unsigned char *rbuf)
+{
+    int peer = 1 - mt_rank;
+
+    for (int dir = 0; dir < 2; dir++) {
+        for (int k = 0; k < (int) NSIZES; k++) {
+            int n = dir * 100 + k;
+            if (dir == mt_rank) {
+                fill(sbuf, sizes[k], mt_rank, n);
+                MPI_Send(sbuf, (int) sizes[k], MPI_BYTE, peer, n, MPI_COMM_WORLD);
+                memset(sbuf, 0xa5, sizes[k]);
+            } else {
+                memset(rbuf, 0, sizes[k]);
+                MPI_Recv(rbuf, (int) sizes[k], MPI_BYTE, peer, n, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                verify(rbuf, sizes[k], peer, n, "MPI_Send");
+            }
+        }
+    }
+}
+
+/* 2: IN_FLIGHT nonblocking sends of 1 MiB at once, from distinct buffers. */
+static void nonblocking_sends(unsigned char *bufs[IN_FLIGHT])
+{
+    MPI_Request reqs[IN_FLIGHT];
+    int peer = 1 - mt_rank;
+
+    for (int i = 0; i < IN_FLIGHT; i++) {
+        if (0 == mt_rank) {
+            fill(bufs[i], ONE_MIB, 0, 200 + i);
+            MPI_Isend(bufs[i], ONE_MIB, MPI_BYTE, peer, 200 + i, MPI_COMM_WORLD, &reqs[i]);
+        } else {
+            MPI_Irecv(bufs[i], ONE_MIB, MPI_BYTE, peer, 200 + i, MPI_COMM_WORLD, &reqs[i]);
+        }
+    }
+    MPI_Waitall(IN_FLIGHT, reqs, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < IN_FLIGHT; i++) {
+        if (0 == mt_rank) {
+            memset(bufs[i], 0x5a, ONE_MIB);
+        } else {
+            verify(bufs[i], ONE_MIB, 0, 200 + i, "MPI_Isend");
+        }
+    }
+}
+
+/* 3: a synchronous send, then one persistent send started three times. */
+static void synchronous_and_persistent(unsigned char *buf)
+{
+    int peer = 1 - mt_rank;
+    MPI_Request req;
+
+    if (0 == mt_rank) {
+        fill(buf, ONE_MIB + 1, 0, 300);
+        MPI_Ssend(buf, ONE_MIB + 1, MPI_BYTE, peer, 300, MPI_COMM_WORLD);
+        MPI_Send_init(buf, ONE_MIB + 1, MPI_BYTE, peer, 301, MPI_COMM_WORLD, &req);
+    } else {
+        MPI_Recv(buf, ONE_MIB + 1, MPI_BYTE, peer, 300, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        verify(buf, ONE_MIB + 1, 0, 300, "MPI_Ssend");
+        MPI_Recv_init(buf, ONE_MIB + 1, MPI_BYTE, peer, 301, MPI_COMM_WORLD, &req);
+    }
+    for (int round = 0; round < 3; round++) {
+        if (0 == mt_rank) {
+            fill(buf, ONE_MIB + 1, 0, 310 + round);
+        }
+        MPI_Start(&req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (0 != mt_rank) {
+            verify(buf, ONE_MIB + 1, 0, 310 + round, "persistent send");
+        }
+    }
+    MPI_Request_free(&req);
+}
+
+/* 4: every other 4 KiB block of a 2 MiB buffer: dr2 packs it and sends its own copy. */
+static void noncontiguous_send(unsigned char *buf, unsigned char *packed)
+{
+    const int block = 4096, count = 256;
+    MPI_Datatype vector;
+
+    MPI_Type_vector(count, block, 2 * block, MPI_BYTE, &vector);
+    MPI_Type_commit(&vector);
+    if (0 == mt_rank) {
+        fill(buf, (size_t) 2 * block * count, 0, 400);
+        MPI_Send(buf, 1, vector, 1, 400, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(packed, block * count, MPI_BYTE, 0, 400, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int b = 0; b < count; b++) {
+            for (int i = 0; i < block; i++) {
+                size_t at = (size_t) b * 2 * block + (size_t) i;
+                if (packed[(size_t) b * block + (size_t) i] != pattern(0, 400, at)) {
+                    MT_CHECK(0, "vector send: block %d byte %d wrong", b, i);
+                    b = count;
+                    break;
+                }
+            }
+        }
+    }
+    MPI_Type_free(&vector);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handle;
+    unsigned long mine = 0, total = 0;
+    int provided, index, count = 0, expect_in_place;
+    unsigned char *sbuf, *rbuf, *bufs[IN_FLIGHT];
+
+    mt_init(&argc, &argv, "dr2_in_place");
+    if (2 != mt_size || argc < 2 || (strcmp(argv[1], "in-place") && strcmp(argv[1], "copy"))) {
+        MT_CHECK(0, "usage: mpirun -np 2 --mca pml dr2 dr2_in_place in-place|copy");
+        return mt_finish();
+    }
+    expect_in_place = 0 == strcmp(argv[1], "in-place");
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    if (MPI_SUCCESS != MPI_T_pvar_get_index("pml_dr2_frags_in_place", MPI_T_PVAR_CLASS_COUNTER,
+                                            &index)
+        || MPI_SUCCESS != MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count)
+        || 1 != count) {
+        MT_CHECK(0, "no MPI_T counter pml_dr2_frags_in_place (is pml dr2 selected?)");
+        return mt_finish();
+    }
+    sbuf = malloc(MAX_LEN);
+    rbuf = malloc(MAX_LEN);
+    for (int i = 0; i < IN_FLIGHT; i++) {
+        bufs[i] = malloc(ONE_MIB);
+        if (NULL == bufs[i]) {
+            sbuf = NULL;
+        }
+    }
+    if (NULL == sbuf || NULL == rbuf) {
+        MT_CHECK(0, "out of memory");
+        return mt_finish();
+    }
+    blocking_sends(sbuf, rbuf);
+    nonblocking_sends(bufs);
+    synchronous_and_persistent(sbuf);
+    noncontiguous_send(sbuf, rbuf);
+    MPI_T_pvar_read(session, handle, &mine);
+    MPI_T_pvar_handle_free(session, &handle);
+    MPI_T_pvar_session_free(&session);
+    MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == mt_rank) {
+        printf("dr2_in_place: %lu fragments sent in place\n", total);
+    }
+    if (expect_in_place) {
+        MT_CHECK(total > 0, "no fragment went in place");
+    } else {
+        MT_CHECK(0 == total, "%lu fragments went in place, none expected", total);
+    }
+    for (int i = 0; i < IN_FLIGHT; i++) {
+        free(bufs[i]);
+    }
+    free(sbuf);
+    free(rbuf);
+    MPI_T_finalize();
+    return mt_finish();
+}
