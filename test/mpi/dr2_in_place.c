@@ -33,30 +33,6 @@ static const size_t sizes[] = {32767, 32768, 65536 + 3, 131072, 131072 * 3 + 5, 
                                ONE_MIB, MAX_LEN};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-static unsigned char pattern(int from, int n, size_t i)
-{
-    return (unsigned char) mt_hash64(((uint64_t) from << 48) ^ ((uint64_t) n << 32) ^ (uint64_t) i);
-}
-
-static void fill(unsigned char *buf, size_t len, int from, int n)
-{
-    for (size_t i = 0; i < len; i++) {
-        buf[i] = pattern(from, n, i);
-    }
-}
-
-/* Every byte of message n from `from`; reports the first wrong one. */
-static void verify(const unsigned char *buf, size_t len, int from, int n, const char *what)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (buf[i] != pattern(from, n, i)) {
-            MT_CHECK(0, "%s: message %d of %zu bytes from rank %d: byte %zu is 0x%02x, expected "
-                     "0x%02x", what, n, len, from, i, buf[i], pattern(from, n, i));
-            return;
-        }
-    }
-}
-
 /* 1: blocking sends, the buffer overwritten right after each returned. */
 static void blocking_sends(unsigned char *sbuf, unsigned char *rbuf)
 {
@@ -66,13 +42,13 @@ static void blocking_sends(unsigned char *sbuf, unsigned char *rbuf)
         for (int k = 0; k < (int) NSIZES; k++) {
             int n = dir * 100 + k;
             if (dir == mt_rank) {
-                fill(sbuf, sizes[k], mt_rank, n);
+                mt_fill(sbuf, sizes[k], mt_rank, n);
                 MPI_Send(sbuf, (int) sizes[k], MPI_BYTE, peer, n, MPI_COMM_WORLD);
                 memset(sbuf, 0xa5, sizes[k]);
             } else {
                 memset(rbuf, 0, sizes[k]);
                 MPI_Recv(rbuf, (int) sizes[k], MPI_BYTE, peer, n, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                verify(rbuf, sizes[k], peer, n, "MPI_Send");
+                mt_intact(rbuf, sizes[k], peer, n, "MPI_Send");
             }
         }
     }
@@ -86,7 +62,7 @@ static void nonblocking_sends(unsigned char *bufs[IN_FLIGHT])
 
     for (int i = 0; i < IN_FLIGHT; i++) {
         if (0 == mt_rank) {
-            fill(bufs[i], ONE_MIB, 0, 200 + i);
+            mt_fill(bufs[i], ONE_MIB, 0, 200 + i);
             MPI_Isend(bufs[i], ONE_MIB, MPI_BYTE, peer, 200 + i, MPI_COMM_WORLD, &reqs[i]);
         } else {
             MPI_Irecv(bufs[i], ONE_MIB, MPI_BYTE, peer, 200 + i, MPI_COMM_WORLD, &reqs[i]);
@@ -97,7 +73,7 @@ static void nonblocking_sends(unsigned char *bufs[IN_FLIGHT])
         if (0 == mt_rank) {
             memset(bufs[i], 0x5a, ONE_MIB);
         } else {
-            verify(bufs[i], ONE_MIB, 0, 200 + i, "MPI_Isend");
+            mt_intact(bufs[i], ONE_MIB, 0, 200 + i, "MPI_Isend");
         }
     }
 }
@@ -109,22 +85,22 @@ static void synchronous_and_persistent(unsigned char *buf)
     MPI_Request req;
 
     if (0 == mt_rank) {
-        fill(buf, ONE_MIB + 1, 0, 300);
+        mt_fill(buf, ONE_MIB + 1, 0, 300);
         MPI_Ssend(buf, ONE_MIB + 1, MPI_BYTE, peer, 300, MPI_COMM_WORLD);
         MPI_Send_init(buf, ONE_MIB + 1, MPI_BYTE, peer, 301, MPI_COMM_WORLD, &req);
     } else {
         MPI_Recv(buf, ONE_MIB + 1, MPI_BYTE, peer, 300, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        verify(buf, ONE_MIB + 1, 0, 300, "MPI_Ssend");
+        mt_intact(buf, ONE_MIB + 1, 0, 300, "MPI_Ssend");
         MPI_Recv_init(buf, ONE_MIB + 1, MPI_BYTE, peer, 301, MPI_COMM_WORLD, &req);
     }
     for (int round = 0; round < 3; round++) {
         if (0 == mt_rank) {
-            fill(buf, ONE_MIB + 1, 0, 310 + round);
+            mt_fill(buf, ONE_MIB + 1, 0, 310 + round);
         }
         MPI_Start(&req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         if (0 != mt_rank) {
-            verify(buf, ONE_MIB + 1, 0, 310 + round, "persistent send");
+            mt_intact(buf, ONE_MIB + 1, 0, 310 + round, "persistent send");
         }
     }
     MPI_Request_free(&req);
@@ -139,14 +115,14 @@ static void noncontiguous_send(unsigned char *buf, unsigned char *packed)
     MPI_Type_vector(count, block, 2 * block, MPI_BYTE, &vector);
     MPI_Type_commit(&vector);
     if (0 == mt_rank) {
-        fill(buf, (size_t) 2 * block * count, 0, 400);
+        mt_fill(buf, (size_t) 2 * block * count, 0, 400);
         MPI_Send(buf, 1, vector, 1, 400, MPI_COMM_WORLD);
     } else {
         MPI_Recv(packed, block * count, MPI_BYTE, 0, 400, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         for (int b = 0; b < count; b++) {
             for (int i = 0; i < block; i++) {
                 size_t at = (size_t) b * 2 * block + (size_t) i;
-                if (packed[(size_t) b * block + (size_t) i] != pattern(0, 400, at)) {
+                if (packed[(size_t) b * block + (size_t) i] != mt_pattern(0, 400, at)) {
                     MT_CHECK(0, "vector send: block %d byte %d wrong", b, i);
                     b = count;
                     break;

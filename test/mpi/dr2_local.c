@@ -33,30 +33,6 @@
 #define BIG (1 << 20)
 #define BURST 64
 
-static unsigned char pattern(int from, int n, int i)
-{
-    return (unsigned char) mt_hash64(((uint64_t) from << 40) ^ ((uint64_t) n << 12) ^ (uint64_t) i);
-}
-
-static void fill(unsigned char *buf, int len, int from, int n)
-{
-    for (int i = 0; i < len; i++) {
-        buf[i] = pattern(from, n, i);
-    }
-}
-
-/* The message numbered n from rank `from`, `len` bytes long, arrived intact. */
-static int intact(const unsigned char *buf, int len, int from, int n, const char *what)
-{
-    for (int i = 0; i < len; i++) {
-        if (buf[i] != pattern(from, n, i)) {
-            MT_CHECK(0, "%s: message %d from rank %d: byte %d of %d wrong", what, n, from, i, len);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static void recv_checked(unsigned char *buf, int len, int from, int tag, int n, MPI_Comm comm,
                          const char *what)
 {
@@ -67,7 +43,7 @@ static void recv_checked(unsigned char *buf, int len, int from, int tag, int n, 
     MPI_Get_count(&st, MPI_BYTE, &count);
     MT_CHECK(count == len, "%s: message %d from rank %d: %d bytes, expected %d", what, n, from,
              count, len);
-    intact(buf, len, from, n, what);
+    mt_intact(buf, len, from, n, what);
 }
 
 /* 1. */
@@ -82,7 +58,7 @@ static void ping_pong_every_size(void)
     }
     for (int k = 0; k <= MAX_SMALL + nlarger; k++) {
         int len = k <= MAX_SMALL ? k : larger[k - MAX_SMALL - 1];
-        fill(out, len, mt_rank, len);
+        mt_fill(out, len, mt_rank, len);
         if (0 == mt_rank) {
             MPI_Send(out, len, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
             recv_checked(in, len, 1, 1, len, MPI_COMM_WORLD, "ping-pong");
@@ -102,7 +78,7 @@ static void unexpected_then_by_tag(void)
 
     if (0 == mt_rank) {
         for (int i = 0; i < BURST; i++) {
-            fill(buf, i * 130, 0, 1000 + i);
+            mt_fill(buf, i * 130, 0, 1000 + i);
             MPI_Send(buf, i * 130, MPI_BYTE, 1, i, MPI_COMM_WORLD);
         }
     }
@@ -135,10 +111,10 @@ static void small_after_rendezvous(int nonblocking)
         return;
     }
     if (0 == mt_rank) {
-        fill(big, BIG, 0, base);
+        mt_fill(big, BIG, 0, base);
         MPI_Isend(big, BIG, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &reqs[0]);
         for (int i = 1; i <= BURST; i++) {
-            fill(small, i * 128, 0, base + i);
+            mt_fill(small, i * 128, 0, base + i);
             if (nonblocking) {
                 MPI_Isend(small, i * 128, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &reqs[i]);
                 MPI_Wait(&reqs[i], MPI_STATUS_IGNORE); /* small is refilled next */
@@ -154,7 +130,7 @@ static void small_after_rendezvous(int nonblocking)
         MPI_Get_count(&st, MPI_BYTE, &count);
         MT_CHECK(count == BIG, "after rendezvous: the first message has %d bytes, expected %d",
                  count, BIG);
-        intact(big, count < BIG ? count : BIG, 0, base, "rendezvous");
+        mt_intact(big, count < BIG ? count : BIG, 0, base, "rendezvous");
         for (int i = 1; i <= BURST; i++) {
             recv_checked(small, i * 128, 0, 7, base + i, MPI_COMM_WORLD, "after rendezvous");
         }
@@ -169,7 +145,7 @@ static void any_source(void)
 
     if (0 != mt_rank) {
         for (int i = 0; i < BURST; i++) {
-            fill(buf, 1 + i % 200, mt_rank, 4000 + i);
+            mt_fill(buf, 1 + i % 200, mt_rank, 4000 + i);
             MPI_Send(buf, 1 + i % 200, MPI_BYTE, 0, 9, MPI_COMM_WORLD);
         }
         return;
@@ -200,7 +176,7 @@ static void right_after_dup(void)
         MPI_Comm dup;
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
         if (0 == mt_rank) {
-            fill(buf, 16, 0, 5000 + i);
+            mt_fill(buf, 16, 0, 5000 + i);
             MPI_Send(buf, 16, MPI_BYTE, 1, 3, dup);
         } else if (1 == mt_rank) {
             recv_checked(buf, 16, 0, 3, 5000 + i, dup, "after MPI_Comm_dup");

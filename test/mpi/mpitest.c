@@ -241,3 +241,27 @@ void mt_dr2_counters_stop(void)
         MPI_T_pvar_session_free(&mt_dr2_session);
     }
 }
+
+unsigned char mt_pattern(int from, int n, size_t i)
+{
+    return (unsigned char) mt_hash64(((uint64_t) from << 48) ^ ((uint64_t) n << 32) ^ (uint64_t) i);
+}
+
+void mt_fill(unsigned char *buf, size_t len, int from, int n)
+{
+    for (size_t i = 0; i < len; i++) {
+        buf[i] = mt_pattern(from, n, i);
+    }
+}
+
+int mt_intact(const unsigned char *buf, size_t len, int from, int n, const char *what)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] != mt_pattern(from, n, i)) {
+            MT_CHECK(0, "%s: message %d of %zu bytes from rank %d: byte %zu is 0x%02x, expected "
+                     "0x%02x", what, n, len, from, i, buf[i], mt_pattern(from, n, i));
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -50,6 +50,13 @@ void mt_dr2_counters_stop(void);
 uint64_t mt_hash64(uint64_t x);
 uint64_t mt_fnv1a(const void *buf, size_t len, uint64_t h);
 
+/* Message data: byte i of message n from rank `from` is mt_pattern(from, n, i), the same on
+ * every rank. mt_intact reports the first wrong byte of a received message (MT_CHECK, with
+ * `what` naming the test step) and returns 0 then, 1 if every byte is right. */
+unsigned char mt_pattern(int from, int n, size_t i);
+void mt_fill(unsigned char *buf, size_t len, int from, int n);
+int mt_intact(const unsigned char *buf, size_t len, int from, int n, const char *what);
+
 /* The rank in MPI_COMM_WORLD of process `rank` of comm; MPI_UNDEFINED if it is not in this
  * process's MPI_COMM_WORLD (a process spawned by a recovery). */
 int mt_world_rank_of(MPI_Comm comm, int rank);
