@@ -135,10 +135,8 @@ static void noncontiguous_send(unsigned char *buf, unsigned char *packed)
 
 int main(int argc, char **argv)
 {
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-    unsigned long mine = 0, total = 0;
-    int provided, index, count = 0, expect_in_place;
+    long mine, total = 0;
+    int expect_in_place;
     unsigned char *sbuf, *rbuf, *bufs[IN_FLIGHT];
 
     mt_init(&argc, &argv, "dr2_in_place");
@@ -147,13 +145,9 @@ int main(int argc, char **argv)
         return mt_finish();
     }
     expect_in_place = 0 == strcmp(argv[1], "in-place");
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_pvar_session_create(&session);
-    if (MPI_SUCCESS != MPI_T_pvar_get_index("pml_dr2_frags_in_place", MPI_T_PVAR_CLASS_COUNTER,
-                                            &index)
-        || MPI_SUCCESS != MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count)
-        || 1 != count) {
-        MT_CHECK(0, "no MPI_T counter pml_dr2_frags_in_place (is pml dr2 selected?)");
+    mt_dr2_counters_start();
+    if (!mt_dr2_selected()) {
+        MT_CHECK(0, "no MPI_T counters of pml/dr2 (is it selected?)");
         return mt_finish();
     }
     sbuf = malloc(MAX_LEN);
@@ -172,23 +166,21 @@ int main(int argc, char **argv)
     nonblocking_sends(bufs);
     synchronous_and_persistent(sbuf);
     noncontiguous_send(sbuf, rbuf);
-    MPI_T_pvar_read(session, handle, &mine);
-    MPI_T_pvar_handle_free(session, &handle);
-    MPI_T_pvar_session_free(&session);
-    MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    mine = mt_dr2_frags_in_place();
+    mt_dr2_counters_stop();
+    MPI_Allreduce(&mine, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (0 == mt_rank) {
-        printf("dr2_in_place: %lu fragments sent in place\n", total);
+        printf("dr2_in_place: %ld fragments sent in place\n", total);
     }
     if (expect_in_place) {
         MT_CHECK(total > 0, "no fragment went in place");
     } else {
-        MT_CHECK(0 == total, "%lu fragments went in place, none expected", total);
+        MT_CHECK(0 == total, "%ld fragments went in place, none expected", total);
     }
     for (int i = 0; i < IN_FLIGHT; i++) {
         free(bufs[i]);
     }
     free(sbuf);
     free(rbuf);
-    MPI_T_finalize();
     return mt_finish();
 }

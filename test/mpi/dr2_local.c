@@ -187,10 +187,8 @@ static void right_after_dup(void)
 
 int main(int argc, char **argv)
 {
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-    unsigned long mine = 0, total = 0;
-    int provided, index, count = 0, expect_local;
+    long mine, total = 0;
+    int expect_local;
 
     mt_init(&argc, &argv, "dr2_local");
     if (mt_size < 2 || argc < 2 || (strcmp(argv[1], "local") && strcmp(argv[1], "none"))) {
@@ -198,12 +196,9 @@ int main(int argc, char **argv)
         return mt_finish();
     }
     expect_local = 0 == strcmp(argv[1], "local");
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_pvar_session_create(&session);
-    if (MPI_SUCCESS != MPI_T_pvar_get_index("pml_dr2_local_sent", MPI_T_PVAR_CLASS_COUNTER, &index)
-        || MPI_SUCCESS != MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count)
-        || 1 != count) {
-        MT_CHECK(0, "no MPI_T counter pml_dr2_local_sent (is pml dr2 selected?)");
+    mt_dr2_counters_start();
+    if (!mt_dr2_selected()) {
+        MT_CHECK(0, "no MPI_T counters of pml/dr2 (is it selected?)");
         return mt_finish();
     }
     ping_pong_every_size();
@@ -212,18 +207,16 @@ int main(int argc, char **argv)
     small_after_rendezvous(1);
     any_source();
     right_after_dup();
-    MPI_T_pvar_read(session, handle, &mine);
-    MPI_T_pvar_handle_free(session, &handle);
-    MPI_T_pvar_session_free(&session);
-    MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    mine = mt_dr2_local_sent();
+    mt_dr2_counters_stop();
+    MPI_Allreduce(&mine, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (0 == mt_rank) {
-        printf("dr2_local: %lu messages sent as LOCAL\n", total);
+        printf("dr2_local: %ld messages sent as LOCAL\n", total);
     }
     if (expect_local) {
         MT_CHECK(total > 0, "no message went as LOCAL");
     } else {
-        MT_CHECK(0 == total, "%lu messages went as LOCAL, none expected", total);
+        MT_CHECK(0 == total, "%ld messages went as LOCAL, none expected", total);
     }
-    MPI_T_finalize();
     return mt_finish();
 }

@@ -175,8 +175,10 @@ static const char *const mt_dr2_counter_names[] = {"pml_dr2_injected_drop",
                                                    "pml_dr2_injected_dup", "pml_dr2_retransmits",
                                                    "pml_dr2_local_timeouts",
                                                    "pml_dr2_frags_sent",
-                                                   "pml_dr2_injected_nomem"};
-#define MT_DR2_NCOUNTERS 7
+                                                   "pml_dr2_injected_nomem",
+                                                   "pml_dr2_local_sent",
+                                                   "pml_dr2_frags_in_place"};
+#define MT_DR2_NCOUNTERS 9
 static MPI_T_pvar_session mt_dr2_session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle mt_dr2_handles[MT_DR2_NCOUNTERS];
 static int mt_dr2_have_handle[MT_DR2_NCOUNTERS];
@@ -227,6 +229,21 @@ long mt_dr2_frags_sent(void)
 long mt_dr2_injected_nomem(void)
 {
     return mt_dr2_counter(6);
+}
+
+long mt_dr2_local_sent(void)
+{
+    return mt_dr2_counter(7);
+}
+
+long mt_dr2_frags_in_place(void)
+{
+    return mt_dr2_counter(8);
+}
+
+int mt_dr2_selected(void)
+{
+    return mt_dr2_have_handle[5];
 }
 
 void mt_dr2_counters_stop(void)

@@ -44,6 +44,9 @@ long mt_dr2_resent(void);    /* fragments retransmitted */
 long mt_dr2_local_timeouts(void); /* local-completion watchdog expiries */
 long mt_dr2_frags_sent(void); /* data fragments handed to the BTL, resends included */
 long mt_dr2_injected_nomem(void); /* receive buffers refused (pml_dr2_inject_nomem) */
+long mt_dr2_local_sent(void); /* small messages sent without the protocol (LOCAL) */
+long mt_dr2_frags_in_place(void); /* fragments sent from the user's buffer */
+int mt_dr2_selected(void); /* 1 if pml/dr2's MPI_T counters exist (its component is loaded) */
 void mt_dr2_counters_stop(void);
 
 /* Deterministic pseudo-random numbers: the same on every rank for the same arguments. */
