@@ -100,6 +100,53 @@ static void rsag_ranges_tile_the_vector(void)
     }
 }
 
+/* The k-nomial tree by its definition, in base-radix digits: the parent of vrank clears its
+ * lowest nonzero digit; its children set one digit below that (every digit below the top
+ * for the root), largest place first. Power-of-two radices take another way through
+ * ftrabit_knomial_* (shifts): both must give these trees. */
+static int reference_parent(int vrank, int radix)
+{
+    long place = 1;
+
+    while ((vrank / place) % radix == 0) {
+        place *= radix;
+    }
+    return (int) (vrank - ((vrank / place) % radix) * place);
+}
+
+static void knomial_matches_definition(void)
+{
+    for (int radix = 2; radix <= 8; radix++) {
+        for (int size = 1; size <= 300; size++) {
+            for (int v = 0; v < size; v++) {
+                int children[FTRABIT_MAX_TREE_CHILDREN], expect[FTRABIT_MAX_TREE_CHILDREN];
+                int n = ftrabit_knomial_children(size, v, radix, children,
+                                                 FTRABIT_MAX_TREE_CHILDREN);
+                int m = 0;
+                long top = 1;
+
+                if (v > 0) {
+                    CHECK(ftrabit_knomial_parent(v, radix) == reference_parent(v, radix));
+                }
+                while (0 == v ? top < size : (v / top) % radix == 0) {
+                    top *= radix;
+                }
+                for (long place = top / radix; place > 0; place /= radix) {
+                    for (int digit = 1; digit < radix; digit++) {
+                        if (v + digit * place < size && m < FTRABIT_MAX_TREE_CHILDREN) {
+                            expect[m++] = (int) (v + digit * place);
+                        }
+                    }
+                }
+                CHECK(n == m);
+                for (int i = 0; i < n && i < m; i++) {
+                    CHECK(children[i] == expect[i]);
+                }
+            }
+        }
+    }
+}
+
 /* The k-nomial trees (radix 2: binomial) span every rank once, parents are smaller, the
  * child lists agree with the parent function, and no rank is more than ceil(log_radix(size))
  * hops from the root. */
@@ -233,6 +280,7 @@ int main(void)
     RUN(fold_is_an_ordered_bijection);
     RUN(rsag_ranges_tile_the_vector);
     RUN(knomial_trees_span);
+    RUN(knomial_matches_definition);
     RUN(segments);
     RUN(bcast_segment_size);
     RUN(algorithm_choice);
