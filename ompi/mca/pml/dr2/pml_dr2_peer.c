@@ -499,8 +499,8 @@ int mca_pml_dr2_peer_send_in_place(mca_pml_dr2_peer_t *peer, int path, const uns
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     if (OPAL_UNLIKELY(size != len || des->des_segments[0].seg_len != hdr_len)) {
-        mca_bml_base_free(bml_btl, des); /* not the layout the receiver expects */
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        mca_bml_base_free(bml_btl, des); /* not the layout the receiver expects: copy it */
+        return OMPI_ERR_NOT_SUPPORTED;
     }
     memcpy(des->des_segments[0].seg_addr.pval, head, hdr_len);
     rc = btl_send(p, des);

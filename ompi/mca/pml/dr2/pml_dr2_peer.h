@@ -263,7 +263,8 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len
  * Only on a path with in_place set (btl/tcp). The BTL reads the payload until it completes
  * the descriptor, which may be after the send completed: goes_in_place in
  * pml_dr2_txfrag.c says which memory that is safe for. Returns as
- * mca_pml_dr2_peer_send_segment. */
+ * mca_pml_dr2_peer_send_segment, or OMPI_ERR_NOT_SUPPORTED if the BTL would not describe
+ * the fragment as one header and its payload (then send it by copy). */
 int mca_pml_dr2_peer_send_in_place(mca_pml_dr2_peer_t *peer, int path, const unsigned char *head,
                                    size_t hdr_len, const unsigned char *payload, size_t len);
 

@@ -301,10 +301,12 @@ int mca_pml_dr2_txfrag_send(mca_pml_dr2_peer_t *peer, const mca_pml_dr2_vfrag_t 
 
     ctx.acks = mca_pml_dr2_txfrag_acks_to_piggyback(peer, len, eager, &ctx.inline_ack);
     len += (size_t) (ctx.acks - ctx.inline_ack) * PML_DR2_HDR_ACK_LEN;
+    rc = OMPI_ERR_NOT_SUPPORTED;
     if (!eager && goes_in_place(peer, &ctx)) {
         rc = send_fragment_in_place(peer, &ctx);
         mca_pml_dr2.counters.frags_in_place += OMPI_SUCCESS == rc;
-    } else {
+    }
+    if (OMPI_ERR_NOT_SUPPORTED == rc) {
         rc = mca_pml_dr2_peer_send_segment(peer, v->path, len, 1 == v->nfrags,
                                            eager ? fill_eager : fill_fragment, &ctx);
     }
