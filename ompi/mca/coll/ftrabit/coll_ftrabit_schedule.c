@@ -60,6 +60,18 @@ static inline bool radix_is_power_of_two(int radix)
     return radix >= 2 && 0 == (radix & (radix - 1));
 }
 
+/* The shift of the lowest nonzero digit of vrank > 0 in base 2^bits. */
+static inline int lowest_digit_shift(unsigned vrank, int bits)
+{
+    unsigned mask = (1u << bits) - 1;
+    int shift = 0;
+
+    while (0 == ((vrank >> shift) & mask)) {
+        shift += bits;
+    }
+    return shift;
+}
+
 int ftrabit_knomial_parent(int vrank, int radix)
 {
     int place = 1;
@@ -69,13 +81,9 @@ int ftrabit_knomial_parent(int vrank, int radix)
     }
     /* The parent clears the lowest nonzero base-radix digit. */
     if (radix_is_power_of_two(radix)) {
-        int bits = __builtin_ctz((unsigned) radix), shift = 0;
-        unsigned mask = (unsigned) radix - 1;
+        int shift = lowest_digit_shift((unsigned) vrank, __builtin_ctz((unsigned) radix));
 
-        while (0 == (((unsigned) vrank >> shift) & mask)) {
-            shift += bits;
-        }
-        return vrank - (int) ((((unsigned) vrank >> shift) & mask) << shift);
+        return vrank - (int) ((((unsigned) vrank >> shift) & ((unsigned) radix - 1)) << shift);
     }
     while ((vrank / place) % radix == 0) {
         place *= radix;
@@ -88,16 +96,13 @@ static int knomial_children_by_shifts(int size, int vrank, int radix, int *child
                                       int max_children)
 {
     int bits = __builtin_ctz((unsigned) radix), n = 0, top = 0; /* top: a shift */
-    unsigned mask = (unsigned) radix - 1;
 
     if (0 == vrank) {
         while ((1L << top) < size) {
             top += bits;
         }
     } else {
-        while (0 == (((unsigned) vrank >> top) & mask)) {
-            top += bits;
-        }
+        top = lowest_digit_shift((unsigned) vrank, bits);
     }
     for (int shift = top - bits; shift >= 0; shift -= bits) {
         for (int digit = 1; digit < radix; digit++) {
