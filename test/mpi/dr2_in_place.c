@@ -13,15 +13,23 @@
  *     MPI_Waitall;
  *  3. MPI_Ssend and a persistent send (MPI_Send_init, started 3 times, the buffer changed
  *     in between);
- *  4. a non-contiguous send (a vector type, packed by dr2 and so sent by copy).
+ *  4. a non-contiguous send (a vector type, packed by dr2 and so sent by copy);
+ *  5. MPI_Send from buffers of their own pages, unmapped as soon as the send returned: a
+ *     fragment dr2 still had the BTL send from one would make btl/tcp's write fail
+ *     (EFAULT) and cost the connection. Run with tiny ACK timeouts, fragments are resent
+ *     while their first transmission is being acknowledged: the resends must be copies.
  * Then the job-wide MPI_T counter pml_dr2_frags_in_place: with "in-place" it must count
  * fragments, with "copy" it must be 0.
  *
- *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_in_place in-place|copy
+ * With "resends" after the mode, fragments must also have been retransmitted (the run
+ * with tiny ACK timeouts shows it tested what it meant to).
+ *
+ *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_in_place in-place|copy [resends]
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "mpitest.h"
 
@@ -133,18 +141,48 @@ static void noncontiguous_send(unsigned char *buf, unsigned char *packed)
     MPI_Type_free(&vector);
 }
 
+/* 5: each send buffer mapped for its send and unmapped once MPI_Send returned. */
+static void sends_from_unmapped_buffers(unsigned char *rbuf)
+{
+    static const size_t lens[] = {131072 * 3 + 5, ONE_MIB, MAX_LEN};
+    int peer = 1 - mt_rank;
+
+    for (int round = 0; round < 8; round++) {
+        for (int k = 0; k < 3; k++) {
+            int tag = 500 + round * 3 + k;
+            if (0 == mt_rank) {
+                unsigned char *buf = mmap(NULL, lens[k], PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (MAP_FAILED == buf) {
+                    MT_CHECK(0, "mmap of %zu bytes failed", lens[k]);
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+                mt_fill(buf, lens[k], mt_rank, tag);
+                MPI_Send(buf, (int) lens[k], MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+                munmap(buf, lens[k]);
+            } else {
+                memset(rbuf, 0, lens[k]);
+                MPI_Recv(rbuf, (int) lens[k], MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                mt_intact(rbuf, lens[k], peer, tag, "MPI_Send from an unmapped buffer");
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
-    long mine, total = 0;
-    int expect_in_place;
+    long mine[2], total[2] = {0, 0};
+    int expect_in_place, expect_resends;
     unsigned char *sbuf, *rbuf, *bufs[IN_FLIGHT];
 
     mt_init(&argc, &argv, "dr2_in_place");
     if (2 != mt_size || argc < 2 || (strcmp(argv[1], "in-place") && strcmp(argv[1], "copy"))) {
-        MT_CHECK(0, "usage: mpirun -np 2 --mca pml dr2 dr2_in_place in-place|copy");
+        MT_CHECK(0, "usage: mpirun -np 2 --mca pml dr2 dr2_in_place in-place|copy [resends]");
         return mt_finish();
     }
     expect_in_place = 0 == strcmp(argv[1], "in-place");
+    expect_resends = argc > 2 && 0 == strcmp(argv[2], "resends");
     mt_dr2_counters_start();
     if (!mt_dr2_selected()) {
         MT_CHECK(0, "no MPI_T counters of pml/dr2 (is it selected?)");
@@ -166,16 +204,21 @@ int main(int argc, char **argv)
     nonblocking_sends(bufs);
     synchronous_and_persistent(sbuf);
     noncontiguous_send(sbuf, rbuf);
-    mine = mt_dr2_frags_in_place();
+    sends_from_unmapped_buffers(rbuf);
+    mine[0] = mt_dr2_frags_in_place();
+    mine[1] = mt_dr2_resent();
     mt_dr2_counters_stop();
-    MPI_Allreduce(&mine, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, total, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (0 == mt_rank) {
-        printf("dr2_in_place: %ld fragments sent in place\n", total);
+        printf("dr2_in_place: %ld fragments sent in place, %ld resent\n", total[0], total[1]);
     }
     if (expect_in_place) {
-        MT_CHECK(total > 0, "no fragment went in place");
+        MT_CHECK(total[0] > 0, "no fragment went in place");
     } else {
-        MT_CHECK(0 == total, "%ld fragments went in place, none expected", total);
+        MT_CHECK(0 == total[0], "%ld fragments went in place, none expected", total[0]);
+    }
+    if (expect_resends) {
+        MT_CHECK(total[1] > 0, "no fragment was resent");
     }
     for (int i = 0; i < IN_FLIGHT; i++) {
         free(bufs[i]);

@@ -37,6 +37,12 @@ mpi dr2/eager-limit-tcp-frag-16k 2 pass test/mpi/dr2_eager "${DR2_TCP[@]}" \
 mpi dr2/in-place-tcp 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" -- in-place
 mpi dr2/in-place-checksum-none 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" \
     --mca pml_dr2_checksum none -- copy
+# ACK timeouts of microseconds: fragments are resent while their first transmission is
+# acknowledged, and each send buffer is unmapped as soon as MPI_Send returned. A resend
+# from the user's buffer would still be queued in btl/tcp then (EFAULT, the job lost).
+mpi dr2/in-place-spurious-resends 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" \
+    --mca pml_dr2_ack_timeout_us 1 --mca pml_dr2_ack_timeout_min_us 1 \
+    --mca pml_dr2_ack_timeout_max_us 50 -- in-place resends
 mpi dr2/in-place-faults1 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" "${FAULTS1[@]}" -- copy
 mpi dr2/in-place-sm 2 pass test/mpi/dr2_in_place "${DR2[@]}" --mca btl sm,self -- copy
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments

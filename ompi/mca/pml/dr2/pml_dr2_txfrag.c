@@ -166,23 +166,28 @@ static size_t fill_fragment(void *vctx, unsigned char *buf, size_t len)
 
 /* Whether fragment ctx->index goes in place: a large one, alone in its segment, from the
  * user's own buffer, with a checksum, on a path that sends in place (btl/tcp), without
- * fault injection (which changes the bytes it sends).
- * A send can complete while btl/tcp still holds a descriptor into its buffer: one queued
- * behind a network cut silently, whose fragments were resent on another path and
- * acknowledged (or one of a message abandoned under ULFM). The application may then change
- * or free the buffer before btl/tcp writes it. What such a descriptor sends is a fragment
- * the receiver already holds (a duplicate, dropped) or no longer wants, and its bytes no
- * longer match the checksum taken when it was handed over, so it is never delivered; a
- * freed buffer that was unmapped makes btl/tcp's write fail (EFAULT), which closes that
- * connection as any other error would, and the path's probes make a new one. Hence the
- * user's buffer only: a copy of ours is freed when its message is done, and our freed
- * memory would be sent to the peer; and the checksum: without it nothing would tell
- * changed bytes from the original. */
+ * fault injection (which changes the bytes it sends), and sent for the first time.
+ * The send completes when every fragment is acknowledged, and the application may free its
+ * buffer at once: no descriptor of ours may still read it then. A first transmission has
+ * left btl/tcp before its acknowledgement can come back, unless that acknowledgement was
+ * for a copy resent on another path; a resend is often still queued when the first
+ * transmission's acknowledgement arrives (a timer fired while the ACK was on its way), so
+ * resends are copies. Unmapped memory makes btl/tcp's write fail (EFAULT) and costs the
+ * connection (test dr2/in-place-spurious-resends).
+ * What remains is a first transmission stuck behind a silent cut while its resend crossed
+ * another path (or one of a message abandoned under ULFM): it sends a fragment the
+ * receiver already holds (a duplicate, dropped) or no longer wants, and bytes changed since
+ * no longer match the checksum taken when it was handed over, so they are never delivered;
+ * a buffer unmapped meanwhile fails that path's connection, which the path's probes
+ * replace. Hence the user's buffer only (our own copies are freed when their message is
+ * done, and our freed memory would be sent to the peer) and the checksum (without it
+ * nothing tells changed bytes from the original). */
 static inline bool goes_in_place(const mca_pml_dr2_peer_t *peer, const frag_ctx_t *ctx)
 {
     const mca_pml_dr2_vfrag_t *v = ctx->v;
 
     return peer->paths[v->path].in_place && 0 == ctx->acks && peer->tx_crc
+           && 0 == (ctx->flags & PML_DR2_HDR_FLAG_RETRANSMIT)
            && MCA_PML_DR2_OWN_NONE == v->msg->own && !mca_pml_dr2.inject_enabled
            && frag_payload_len(v, ctx->index) >= MCA_PML_DR2_IN_PLACE_MIN;
 }
