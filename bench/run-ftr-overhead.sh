@@ -280,6 +280,18 @@ How to read this:
   streaming it into the kept buffer with non-temporal stores: 1.81-2.04x MPI from 1 MiB,
   against 1.57-1.91x for the way described above, in the same minutes. Every kept result
   is memory written once more, and from about 1 MiB the writes go to DRAM either way.
+  What the gap to the floor is made of, measured apart on 2 ranks (2026-11-28, at 7b7b6db,
+  best of 11 trials, 100 buffers in turn as a cache of 100 results needs), against the
+  in-place call at 256 KiB / 1 MiB / 8 MiB: FTR's way 1.41-1.47x / 1.88-1.90x / 1.86-1.98x;
+  in place, then a memcpy into the kept buffer 1.38x / 1.55-1.74x / 1.68x; in place, then
+  non-temporal stores into the kept buffer 1.26x / 1.49-1.52x / 1.39-1.46x, as low as the
+  floor from 1 MiB (1.42-1.48x / 1.38-1.52x in the same runs). Most of the gap is the
+  kept buffer's lines read from DRAM before they are written (a cold buffer written with
+  ordinary stores); FTR's reduction writes it through Open MPI's kernels and btl/sm's
+  copies, which use ordinary stores. Reducing in place
+  would lose the input a retry starts from, so it needs another recovery: one that replays
+  a call nobody completed from kept inputs or from the result blocks the survivors hold,
+  not from each rank's buffer. Not built.
 - `coll_ftrabit_result_replicas` makes only that many ranks keep each result; the others
   reduce into one reused scratch buffer (hot in the caches) and copy nothing into the cache.
 EOF
