@@ -45,6 +45,15 @@ mpi dr2/in-place-spurious-resends 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" \
     --mca pml_dr2_ack_timeout_max_us 50 -- in-place resends
 mpi dr2/in-place-faults1 2 pass test/mpi/dr2_in_place "${DR2_TCP[@]}" "${FAULTS1[@]}" -- copy
 mpi dr2/in-place-sm 2 pass test/mpi/dr2_in_place "${DR2[@]}" --mca btl sm,self -- copy
+# a send completes once its message has left the process: the sender then waits
+# outside MPI (as MPI_Comm_spawn does in PMIx_Connect) for the receiver to have it; the
+# first message between the two, which btl/tcp holds while it connects (dr2_send_then_block)
+for bytes in 8 65536 200000; do
+    for mode in send isend; do
+        mpi dr2/$mode-then-block-$bytes 2 pass test/mpi/dr2_send_then_block "${DR2_TCP[@]}" \
+            -- "$bytes" "$mode"
+    done
+done
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
 # of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
 mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"

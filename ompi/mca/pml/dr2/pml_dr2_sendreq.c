@@ -301,6 +301,18 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
         sendreq->msg = msg;
     }
     mca_pml_dr2_txmsg_start(msg);
+    if (complete_now && MCA_PML_BASE_SEND_BUFFERED != sendreq->req_send.req_send_mode
+        && !mca_pml_dr2_txmsg_has_left(msg)) {
+        /* Eager, but still in this process's queues or its BTL's: complete it when the
+         * receiver acknowledges it, as a rendezvous, not now. Like ob1's eager send, which
+         * completes when the BTL has written it, the request then keeps the application in
+         * MPI until the message has left: a process that goes on outside MPI (Open MPI's
+         * own MPI_Comm_spawn waits in PMIx_Connect after broadcasting the port) would
+         * hold it back. */
+        complete_now = false;
+        msg->req = sendreq;
+        sendreq->msg = msg;
+    }
     if (complete_now) {
         /* after the message is queued, so that a completion callback that sends again
          * cannot overtake it */
@@ -447,6 +459,53 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     return OMPI_SUCCESS;
 }
 
+/* Has everything for `peer` gone to its transports: no fragment waiting in our queues, and
+ * every path that is up completed the descriptors it had been handed up to marks[i] (or its
+ * local-completion watchdog gave up on them)? A failed peer has nothing more to wait for. */
+static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
+{
+    if (peer->failed || peer->gone || !mca_pml_dr2_peer_proc_active(peer)) {
+        return true;
+    }
+    if (peer->tx_pending > 0 || !opal_list_is_empty(&peer->tx_blocked)) {
+        return false;
+    }
+    for (int i = 0; i < peer->npaths; i++) {
+        if (peer->path_state[i].up
+            && !mca_pml_dr2_path_locally_complete(&peer->paths[i], marks[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A blocking send returns once what it gave the transports has left this process, as ob1's
+ * eager send does (it completes when the BTL has written the fragment). An eager message
+ * is complete for MPI as soon as dr2 has its copy, but only this process's progress moves
+ * it on from dr2's queues (a full window) or the BTL's (btl/tcp holds fragments while it
+ * sets up a connection); a process that blocks outside MPI right after the send would hold
+ * it back, and Open MPI itself does so: MPI_Comm_spawn broadcasts the port and then waits
+ * in PMIx_Connect for every process, the receivers of that broadcast included. */
+static void send_flush(ompi_communicator_t *comm, int dst)
+{
+    uint64_t marks[PML_DR2_PATH_MAX];
+    mca_pml_dr2_peer_t *peer;
+
+    mca_pml_dr2_enter();
+    peer = mca_pml_dr2_comm_peer(comm, dst);
+    if (NULL != peer) {
+        for (int i = 0; i < peer->npaths; i++) {
+            marks[i] = peer->paths[i].tx_handed;
+        }
+        while (!peer_flushed(peer, marks)) {
+            mca_pml_dr2_leave();
+            opal_progress();
+            mca_pml_dr2_enter();
+        }
+    }
+    mca_pml_dr2_leave();
+}
+
 int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
 {
@@ -455,6 +514,9 @@ int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
 
     rc = send_small_without_request(buf, count, datatype, dst, tag, mode, comm);
     if (OMPI_ERR_NOT_AVAILABLE != rc) {
+        if (OMPI_SUCCESS == rc) {
+            send_flush(comm, dst);
+        }
         return rc;
     }
 
@@ -470,5 +532,8 @@ int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
         ompi_request_wait_completion(request);
     }
     ompi_request_free(&request);
+    if (MPI_SUCCESS == rc) {
+        send_flush(comm, dst);
+    }
     return rc;
 }

@@ -544,6 +544,30 @@ void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg)
     mca_pml_dr2_peer_push(peer);
 }
 
+bool mca_pml_dr2_txmsg_has_left(const mca_pml_dr2_txmsg_t *msg)
+{
+    mca_pml_dr2_peer_t *peer = msg->peer;
+    uint32_t seen = 0;
+    opal_list_item_t *it;
+
+    if (msg->in_list || MCA_PML_DR2_TX_DRAINING != msg->state) {
+        return false;
+    }
+    /* its vfrags are the peer's newest: the last ones on tx_unacked */
+    for (it = opal_list_get_last(&peer->tx_unacked);
+         seen < msg->vfrags_live && it != opal_list_get_end(&peer->tx_unacked);
+         it = opal_list_get_prev(it)) {
+        const mca_pml_dr2_vfrag_t *v = (const mca_pml_dr2_vfrag_t *) it;
+
+        if (v->msg != msg || v->pending > 0 || v->sent < v->nfrags
+            || !mca_pml_dr2_path_locally_complete(&peer->paths[v->path], v->local_mark)) {
+            return false;
+        }
+        seen++;
+    }
+    return seen == msg->vfrags_live;
+}
+
 /* The receiver matched a rendezvous: send the data. */
 static void txmsg_matched(mca_pml_dr2_txmsg_t *msg)
 {

@@ -1,0 +1,102 @@
+/*
+ * ompi-resilience: what a blocking send gave the transport has left the sender when
+ * MPI_Send returns (pml/dr2, two ranks on one host, over btl/tcp).
+ *
+ * Rank 0's MPI_Send of BYTES to rank 1 is the first message between the two: btl/tcp
+ * still has to set up the connection and holds the fragment until it has. Rank 0 then
+ * waits outside MPI (no progress) until rank 1 tells it, through a file, that the message
+ * arrived, as Open MPI itself waits in PMIx_Connect inside MPI_Comm_spawn right after
+ * broadcasting the port to the processes that must join it. A message still inside rank
+ * 0's process when its send completed is moved on by nobody: rank 1 waits for it, rank 0
+ * gives up after WAIT_SECONDS and the test fails (before pml/dr2 completed an eager send
+ * only once it had left, 3 runs of 3 with each of the two; with pml/ob1, whose eager send
+ * completes when the BTL has written it, the message arrives).
+ *
+ *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_send_then_block BYTES [send|isend]
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpitest.h"
+
+#define WAIT_SECONDS 30
+
+/* The file rank 1 creates once the message is in: named after the job, the same in both
+ * ranks without a message between them (which would set the connection up). */
+static void arrival_file(char *path, size_t room)
+{
+    const char *job = getenv("PMIX_NAMESPACE");
+    char name[128];
+    size_t i;
+
+    snprintf(name, sizeof(name), "%s", NULL != job ? job : "nojob");
+    for (i = 0; name[i]; i++) {
+        if ('/' == name[i]) {
+            name[i] = '_';
+        }
+    }
+    snprintf(path, room, "/tmp/dr2_send_then_block.%s.%ld", name, (long) getppid());
+}
+
+/* Rank 0: send, then wait outside MPI for the arrival file; 1 if it came. */
+static int send_then_block(const unsigned char *buf, int bytes, int nonblocking,
+                           const char *path)
+{
+    MPI_Request req;
+    int waited;
+
+    if (nonblocking) {
+        MPI_Isend(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+    }
+    for (waited = 0; waited < WAIT_SECONDS * 100; waited++) {
+        if (0 == access(path, F_OK)) {
+            unlink(path);
+            return 1;
+        }
+        usleep(10000);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char path[512];
+    unsigned char *buf;
+    int bytes, nonblocking;
+
+    mt_init(&argc, &argv, "dr2_send_then_block");
+    bytes = argc > 1 ? atoi(argv[1]) : 8;
+    nonblocking = argc > 2 && 0 == strcmp(argv[2], "isend");
+    MT_CHECK(2 == mt_size, "needs 2 ranks, has %d", mt_size);
+    MT_CHECK(bytes > 0, "BYTES must be positive, is %d", bytes);
+    MT_CHECK(argc <= 2 || nonblocking || 0 == strcmp(argv[2], "send"),
+             "the mode is send or isend, not %s", argv[2]);
+    if (2 == mt_size && bytes > 0) {
+        buf = malloc((size_t) bytes);
+        arrival_file(path, sizeof(path));
+        if (0 == mt_rank) {
+            mt_fill(buf, (size_t) bytes, 0, 1);
+            MT_CHECK(send_then_block(buf, bytes, nonblocking, path),
+                     "rank 1 did not receive the %d bytes within %d s of the %s's completion "
+                     "while rank 0 stayed out of MPI: the message had not left rank 0",
+                     bytes, WAIT_SECONDS, nonblocking ? "MPI_Isend" : "MPI_Send");
+        } else {
+            FILE *f;
+
+            memset(buf, 0, (size_t) bytes);
+            MPI_Recv(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            mt_intact(buf, (size_t) bytes, 0, 1, "the message");
+            f = fopen(path, "w");
+            MT_CHECK(NULL != f, "cannot create %s", path);
+            if (NULL != f) {
+                fclose(f);
+            }
+        }
+        free(buf);
+    }
+    return mt_finish();
+}
