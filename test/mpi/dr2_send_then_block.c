@@ -1,16 +1,18 @@
 /*
- * ompi-resilience: what a blocking send gave the transport has left the sender when
- * MPI_Send returns (pml/dr2, two ranks on one host, over btl/tcp).
+ * ompi-resilience: a completed send has left the sender: when MPI_Send returns, or
+ * MPI_Wait on an MPI_Isend, the message is no longer held in the sending process (pml/dr2,
+ * two ranks on one host, over btl/tcp).
  *
- * Rank 0's MPI_Send of BYTES to rank 1 is the first message between the two: btl/tcp
- * still has to set up the connection and holds the fragment until it has. Rank 0 then
- * waits outside MPI (no progress) until rank 1 tells it, through a file, that the message
- * arrived, as Open MPI itself waits in PMIx_Connect inside MPI_Comm_spawn right after
- * broadcasting the port to the processes that must join it. A message still inside rank
- * 0's process when its send completed is moved on by nobody: rank 1 waits for it, rank 0
- * gives up after WAIT_SECONDS and the test fails (before pml/dr2 completed an eager send
- * only once it had left, 3 runs of 3 with each of the two; with pml/ob1, whose eager send
- * completes when the BTL has written it, the message arrives).
+ * Rank 0's send of BYTES to rank 1 (MPI_Send, or MPI_Isend and MPI_Wait with `isend`) is
+ * the first message between the two: btl/tcp still has to set up the connection and holds
+ * the fragment until it has. Rank 0 then waits outside MPI (no progress) until rank 1
+ * tells it, through a file, that the message arrived, as Open MPI itself waits in
+ * PMIx_Connect inside MPI_Comm_spawn right after broadcasting the port to the processes
+ * that must join it. A message still inside rank 0's process when its send completed is
+ * moved on by nobody: rank 1 waits for it, rank 0 gives up after WAIT_SECONDS and the test
+ * fails (before pml/dr2 completed an eager send only once it had left: 3 runs of 3 with
+ * each of the two; with pml/ob1, whose eager send completes when the BTL has written it,
+ * the message arrives).
  *
  *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_send_then_block BYTES [send|isend]
  */

@@ -391,10 +391,50 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
     return OMPI_SUCCESS;
 }
 
+/* Has everything for `peer` gone to its transports: no fragment waiting in our queues, and
+ * every path that is up completed the descriptors it had been handed up to marks[i] (or its
+ * local-completion watchdog gave up on them)? A failed peer has nothing more to wait for. */
+static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
+{
+    if (peer->failed || peer->gone || !mca_pml_dr2_peer_proc_active(peer)) {
+        return true;
+    }
+    if (peer->tx_pending > 0 || !opal_list_is_empty(&peer->tx_blocked)) {
+        return false;
+    }
+    for (int i = 0; i < peer->npaths; i++) {
+        if (peer->path_state[i].up
+            && !mca_pml_dr2_path_locally_complete(&peer->paths[i], marks[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* After a send without a request (lock held, and held again on return): wait in progress
+ * until what it handed the peer's paths has left them, the request-less counterpart of
+ * completing a request only once its message has left (mca_pml_dr2_send_request_start):
+ * a process that blocks outside MPI after MPI_Send must not hold the message back. The
+ * common message has left already: one check. */
+static void send_flush_locked(mca_pml_dr2_peer_t *peer)
+{
+    uint64_t marks[PML_DR2_PATH_MAX];
+
+    for (int i = 0; i < peer->npaths; i++) {
+        marks[i] = peer->paths[i].tx_handed;
+    }
+    while (!peer_flushed(peer, marks)) {
+        mca_pml_dr2_leave();
+        opal_progress();
+        mca_pml_dr2_enter();
+    }
+}
+
 /* MPI_Send of a small contiguous message in standard or ready mode, without a request (as
  * ob1's inline send): the message object has its copy before this returns (taken right
  * after the first transmission, see MCA_PML_DR2_OWN_BORROWED) and keeps it until
- * acknowledged; the send is complete on return, as an eager request is at that point. One
+ * acknowledged; the send is complete on return, once the message has left the process
+ * (send_flush_locked), as an eager request is when it completes. One
  * that fits a TINY or a LOCAL goes from these arguments to the wire (send_small_now). Anything unusual (a
  * failed peer, a revoked communicator, a datatype to pack, no message object) is left to
  * the general path, which reports it: OMPI_ERR_NOT_AVAILABLE then. */
@@ -431,6 +471,7 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     }
     data = (const unsigned char *) buf + datatype->super.true_lb;
     if (small_now_fits(peer, len) && send_small_now(peer, comm, dcomm, dst, tag, data, len)) {
+        send_flush_locked(peer);
         mca_pml_dr2_leave();
         return OMPI_SUCCESS;
     }
@@ -455,55 +496,9 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
     }
     msg->rndv = false;
     mca_pml_dr2_txmsg_start(msg);
+    send_flush_locked(peer);
     mca_pml_dr2_leave();
     return OMPI_SUCCESS;
-}
-
-/* Has everything for `peer` gone to its transports: no fragment waiting in our queues, and
- * every path that is up completed the descriptors it had been handed up to marks[i] (or its
- * local-completion watchdog gave up on them)? A failed peer has nothing more to wait for. */
-static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
-{
-    if (peer->failed || peer->gone || !mca_pml_dr2_peer_proc_active(peer)) {
-        return true;
-    }
-    if (peer->tx_pending > 0 || !opal_list_is_empty(&peer->tx_blocked)) {
-        return false;
-    }
-    for (int i = 0; i < peer->npaths; i++) {
-        if (peer->path_state[i].up
-            && !mca_pml_dr2_path_locally_complete(&peer->paths[i], marks[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* A blocking send returns once what it gave the transports has left this process, as ob1's
- * eager send does (it completes when the BTL has written the fragment). An eager message
- * is complete for MPI as soon as dr2 has its copy, but only this process's progress moves
- * it on from dr2's queues (a full window) or the BTL's (btl/tcp holds fragments while it
- * sets up a connection); a process that blocks outside MPI right after the send would hold
- * it back, and Open MPI itself does so: MPI_Comm_spawn broadcasts the port and then waits
- * in PMIx_Connect for every process, the receivers of that broadcast included. */
-static void send_flush(ompi_communicator_t *comm, int dst)
-{
-    uint64_t marks[PML_DR2_PATH_MAX];
-    mca_pml_dr2_peer_t *peer;
-
-    mca_pml_dr2_enter();
-    peer = mca_pml_dr2_comm_peer(comm, dst);
-    if (NULL != peer) {
-        for (int i = 0; i < peer->npaths; i++) {
-            marks[i] = peer->paths[i].tx_handed;
-        }
-        while (!peer_flushed(peer, marks)) {
-            mca_pml_dr2_leave();
-            opal_progress();
-            mca_pml_dr2_enter();
-        }
-    }
-    mca_pml_dr2_leave();
 }
 
 int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
@@ -514,9 +509,6 @@ int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
 
     rc = send_small_without_request(buf, count, datatype, dst, tag, mode, comm);
     if (OMPI_ERR_NOT_AVAILABLE != rc) {
-        if (OMPI_SUCCESS == rc) {
-            send_flush(comm, dst);
-        }
         return rc;
     }
 
@@ -532,8 +524,5 @@ int mca_pml_dr2_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
         ompi_request_wait_completion(request);
     }
     ompi_request_free(&request);
-    if (MPI_SUCCESS == rc) {
-        send_flush(comm, dst);
-    }
     return rc;
 }
