@@ -7,6 +7,9 @@
 #   runs, write the stacks of every process below it (mpirun, PRRTE's daemons and shells
 #   excepted), or of every process whose command line matches PATTERN (pgrep -f), to OUT.
 #   Sets hang_watcher to the watcher's pid.
+# hang_more_pids: if set, the name of a command printing more pids whose stacks to take,
+#   PRRTE's daemons among them (the multi-host tests name every process of the simulated
+#   hosts: a daemon whose parent host was killed is no longer below mpirun).
 # hang_unwatch: stop the watcher if it has not started taking stacks (the job ended).
 
 hang_descendants() {
@@ -18,12 +21,16 @@ hang_descendants() {
 }
 
 hang_stacks() { # PID [PATTERN]
-    local pid comm pids
+    local pid comm pids daemons=prted
     if [ -n "${2:-}" ]; then pids=$(pgrep -f "$2"); else pids=$(hang_descendants "$1"); fi
+    if [ -n "${hang_more_pids:-}" ]; then
+        pids=$({ echo "$pids"; "$hang_more_pids"; } | sort -nu)
+        daemons=none
+    fi
     for pid in $pids; do
         comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
         case $comm in
-            prterun | prted | mpirun | timeout | sh | bash | ssh | ip | nsenter | awk | sleep) continue ;;
+            "$daemons" | prterun | mpirun | timeout | sh | bash | ssh | ip | nsenter | awk | sleep) continue ;;
         esac
         echo "=== stacks of pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
         timeout 20 gdb -batch -nx -p "$pid" -ex "thread apply all bt 30" </dev/null 2>/dev/null \

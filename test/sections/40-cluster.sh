@@ -36,9 +36,9 @@ in_cluster() {
         fail "$name" "$cluster_why_not"
         return 0
     fi
-    launch=("$CLUSTER_SELF" mpirun)
+    launch=("$CLUSTER_SELF" mpirun) hang_more_pids=cluster_all_pids
     "$@"
-    launch=()
+    launch=() hang_more_pids=
     # the last test takes the cluster down itself
     if [ -n "$CLUSTER_ID" ]; then cluster_reset || fail "$name/reset" "the cluster could not be reset"; fi
 }
@@ -116,6 +116,11 @@ cluster_hang_has_stacks_of_every_host() {
     [ "$(grep -ac '^=== stacks of pid [0-9]*: tail -f /dev/null' "$log")" = "$cluster_hosts" ] \
         || { echo "not one stack per host"; return 1; }
     [ "$(grep -ac '^#0 ' "$log")" -ge "$cluster_hosts" ]
+}
+
+cluster_all_pids() { # every process on the cluster's hosts
+    local i
+    for ((i = 0; i < CLUSTER_HOSTS; i++)); do cluster_pids "h$i"; done
 }
 
 host_processes() { # HOST: "PID NAME" of every process on HOST
