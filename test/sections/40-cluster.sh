@@ -105,8 +105,9 @@ cluster_launcher_survives_data_cuts() {
 }
 
 # A job across the hosts that hangs has the stacks of its processes on every host in its
-# log (test/hang-stacks.sh, through run_timed): each host runs one process that never
-# ends, the job is given 12 s, its stacks are taken at 9 s.
+# log (test/hang-stacks.sh, through run_timed), and those of the PRRTE daemons of h1 and
+# h2: each host runs one process that never ends, the job is given 12 s, its stacks are
+# taken at 9 s.
 cluster_hang_has_stacks_of_every_host() {
     local rc timed_out log=$logs/cluster-hang-stacks-job.log
     command -v gdb >/dev/null 2>&1 || { echo "no gdb"; return 1; }
@@ -115,6 +116,8 @@ cluster_hang_has_stacks_of_every_host() {
     [ "$timed_out" = 1 ] || { echo "the job did not hang"; return 1; }
     [ "$(grep -ac '^=== stacks of pid [0-9]*: tail -f /dev/null' "$log")" = "$cluster_hosts" ] \
         || { echo "not one stack per host"; return 1; }
+    [ "$(grep -ac '^=== stacks of pid [0-9]*: [^ ]*/prted ' "$log")" -ge $((cluster_hosts - 1)) ] \
+        || { echo "no stacks of the daemons"; return 1; }
     [ "$(grep -ac '^#0 ' "$log")" -ge "$cluster_hosts" ]
 }
 
