@@ -198,6 +198,15 @@ static bool send_local_request(mca_pml_dr2_send_request_t *sendreq, mca_pml_dr2_
     return true;
 }
 
+/* The request completes when its message is done (its last ACK, or its abort), not when
+ * it starts. */
+static inline void send_request_completes_with(mca_pml_dr2_send_request_t *sendreq,
+                                               mca_pml_dr2_txmsg_t *msg)
+{
+    msg->req = sendreq;
+    sendreq->msg = msg;
+}
+
 int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
 {
     mca_pml_base_request_t *base = &sendreq->req_send.req_base;
@@ -297,8 +306,7 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
     msg->rndv = len > eager_limit
                 || MCA_PML_BASE_SEND_SYNCHRONOUS == sendreq->req_send.req_send_mode;
     if (!complete_now) {
-        msg->req = sendreq;
-        sendreq->msg = msg;
+        send_request_completes_with(sendreq, msg);
     }
     mca_pml_dr2_txmsg_start(msg);
     if (complete_now && MCA_PML_BASE_SEND_BUFFERED != sendreq->req_send.req_send_mode
@@ -308,10 +316,10 @@ int mca_pml_dr2_send_request_start(mca_pml_dr2_send_request_t *sendreq)
          * completes when the BTL has written it, the request then keeps the application in
          * MPI until the message has left: a process that goes on outside MPI (Open MPI's
          * own MPI_Comm_spawn waits in PMIx_Connect after broadcasting the port) would
-         * hold it back. */
+         * hold it back. The message cannot have finished inside txmsg_start: ACKs and
+         * aborts reach it from progress only. */
         complete_now = false;
-        msg->req = sendreq;
-        sendreq->msg = msg;
+        send_request_completes_with(sendreq, msg);
     }
     if (complete_now) {
         /* after the message is queued, so that a completion callback that sends again
