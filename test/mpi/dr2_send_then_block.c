@@ -14,7 +14,11 @@
  * each of the two; with pml/ob1, whose eager send completes when the BTL has written it,
  * the message arrives).
  *
- *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_send_then_block BYTES [send|isend]
+ * With COUNT > 1, rank 0 sends COUNT messages while rank 1 stays out of MPI for a second
+ * first: the receiver's queue in the transport (btl/sm's FIFO) fills, and a send the
+ * transport could not take at once waits in rank 0's process for its progress.
+ *
+ *   mpirun -np 2 --mca pml dr2 --mca btl tcp,self dr2_send_then_block BYTES [send|isend [COUNT]]
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,18 +45,20 @@ static void arrival_file(char *path, size_t room)
     snprintf(path, room, "/tmp/dr2_send_then_block.%s.%ld", name, (long) getppid());
 }
 
-/* Rank 0: send, then wait outside MPI for the arrival file; 1 if it came. */
-static int send_then_block(const unsigned char *buf, int bytes, int nonblocking,
+/* Rank 0: send `count` times, then wait outside MPI for the arrival file; 1 if it came. */
+static int send_then_block(const unsigned char *buf, int bytes, int nonblocking, int count,
                            const char *path)
 {
     MPI_Request req;
     int waited;
 
-    if (nonblocking) {
-        MPI_Isend(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req);
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
-    } else {
-        MPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+    for (int i = 0; i < count; i++) {
+        if (nonblocking) {
+            MPI_Isend(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+        }
     }
     for (waited = 0; waited < WAIT_SECONDS * 100; waited++) {
         if (0 == access(path, F_OK)) {
@@ -68,30 +74,38 @@ int main(int argc, char **argv)
 {
     char path[512];
     unsigned char *buf;
-    int bytes, nonblocking;
+    int bytes, nonblocking, count;
 
     mt_init(&argc, &argv, "dr2_send_then_block");
     bytes = argc > 1 ? atoi(argv[1]) : 8;
     nonblocking = argc > 2 && 0 == strcmp(argv[2], "isend");
+    count = argc > 3 ? atoi(argv[3]) : 1;
     MT_CHECK(2 == mt_size, "needs 2 ranks, has %d", mt_size);
     MT_CHECK(bytes > 0, "BYTES must be positive, is %d", bytes);
     MT_CHECK(argc <= 2 || nonblocking || 0 == strcmp(argv[2], "send"),
              "the mode is send or isend, not %s", argv[2]);
-    if (2 == mt_size && bytes > 0) {
+    MT_CHECK(count > 0, "COUNT must be positive, is %d", count);
+    if (2 == mt_size && bytes > 0 && count > 0) {
         buf = malloc((size_t) bytes);
         arrival_file(path, sizeof(path));
         if (0 == mt_rank) {
             mt_fill(buf, (size_t) bytes, 0, 1);
-            MT_CHECK(send_then_block(buf, bytes, nonblocking, path),
-                     "rank 1 did not receive the %d bytes within %d s of the %s's completion "
-                     "while rank 0 stayed out of MPI: the message had not left rank 0",
-                     bytes, WAIT_SECONDS, nonblocking ? "MPI_Isend" : "MPI_Send");
+            MT_CHECK(send_then_block(buf, bytes, nonblocking, count, path),
+                     "rank 1 did not receive the %d message(s) of %d bytes within %d s of the "
+                     "last %s's completion while rank 0 stayed out of MPI: a message had not "
+                     "left rank 0",
+                     count, bytes, WAIT_SECONDS, nonblocking ? "MPI_Isend" : "MPI_Send");
         } else {
             FILE *f;
 
-            memset(buf, 0, (size_t) bytes);
-            MPI_Recv(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            mt_intact(buf, (size_t) bytes, 0, 1, "the message");
+            if (count > 1) {
+                sleep(1); /* out of MPI while rank 0 sends */
+            }
+            for (int i = 0; i < count; i++) {
+                memset(buf, 0, (size_t) bytes);
+                MPI_Recv(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                mt_intact(buf, (size_t) bytes, 0, 1, "the message");
+            }
             f = fopen(path, "w");
             MT_CHECK(NULL != f, "cannot create %s", path);
             if (NULL != f) {

@@ -54,6 +54,22 @@ for bytes in 8 65536 200000; do
             -- "$bytes" "$mode"
     done
 done
+# the same over sm, 2000 messages into a receiver that stays out of MPI for a second, with
+# btl/sm's fragments bounded: a send the BTL cannot take at once waits in the sender's
+# queues, and its request completes on the ACK, not before it left (isend failed with that
+# deferral turned off; send is covered by MPI_Send's own wait)
+for mode in send isend; do
+    mpi dr2/$mode-many-then-block-sm 2 pass test/mpi/dr2_send_then_block "${DR2[@]}" \
+        --mca btl sm,self --mca btl_sm_free_list_max 16 -- 4096 "$mode" 2000
+done
+# with btl/sm's defaults its fast box to the receiver fills: a LOCAL request (no protocol)
+# goes only if btl/sm takes it at once (1 KiB failed every run before), and a fragment
+# btl/sm holds has not left even once the transport's watchdog gave up on it after the
+# receiver's second away (4 KiB failed 2 runs of 6 before)
+for bytes in 1024 4096; do
+    mpi dr2/isend-many-then-block-sm-$bytes 2 pass test/mpi/dr2_send_then_block "${DR2[@]}" \
+        --mca btl sm,self -- "$bytes" isend 400
+done
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
 # of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
 mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"

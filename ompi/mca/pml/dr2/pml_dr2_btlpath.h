@@ -124,12 +124,20 @@ static inline uint64_t mca_pml_dr2_path_inflight(const mca_pml_dr2_path_t *path)
     return path->tx_handed - (uint64_t) path->tx_completed;
 }
 
-/* Every descriptor handed to the path's BTL so far has been completed by it (up to `mark`,
- * a value of path->tx_handed), or the watchdog gave up waiting for that. */
+/* Every descriptor handed to the path's BTL up to `mark` (a value of path->tx_handed) has
+ * been completed by it: what they carried has left this process. */
+static inline bool mca_pml_dr2_path_has_sent(const mca_pml_dr2_path_t *path, uint64_t mark)
+{
+    return (uint64_t) path->tx_completed >= mark;
+}
+
+/* The same, or the watchdog gave up waiting for that: what the ACK timers wait for. Not
+ * whether a message has left: the BTL may still hold it (btl/sm behind a receiver out of
+ * MPI for longer than pml_dr2_local_timeout_us). */
 static inline bool mca_pml_dr2_path_locally_complete(const mca_pml_dr2_path_t *path,
                                                      uint64_t mark)
 {
-    return path->wdog_expired || (uint64_t) path->tx_completed >= mark;
+    return path->wdog_expired || mca_pml_dr2_path_has_sent(path, mark);
 }
 
 END_C_DECLS

@@ -19,17 +19,23 @@
 #include "pml_dr2_recvreq.h"
 
 bool mca_pml_dr2_local_send(mca_pml_dr2_peer_t *peer, const pml_dr2_match_hdr_t *match,
-                            const void *buf, uint32_t len)
+                            const void *buf, uint32_t len, bool must_leave)
 {
     unsigned char seg[PML_DR2_HDR_LOCAL_LEN + PML_DR2_HDR_LOCAL_MAX_PAYLOAD];
     size_t seg_len;
+    int rc;
 
     if (!mca_pml_dr2_local_fits(peer, len)) {
         return false;
     }
     seg_len = pml_dr2_hdr_pack_local(match, seg, sizeof(seg), buf, len);
+    if (0 == seg_len) {
+        return false;
+    }
     /* one path: a peer with LOCALs is reached by sm or self alone */
-    if (0 == seg_len || OMPI_SUCCESS != mca_pml_dr2_peer_send_small(peer, 0, seg, seg_len)) {
+    rc = must_leave ? mca_pml_dr2_peer_send_small_now(peer, 0, seg, seg_len)
+                    : mca_pml_dr2_peer_send_small(peer, 0, seg, seg_len);
+    if (OMPI_SUCCESS != rc) {
         return false;
     }
     mca_pml_dr2.counters.frags_sent++;

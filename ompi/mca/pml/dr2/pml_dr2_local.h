@@ -43,10 +43,12 @@ static inline bool mca_pml_dr2_local_fits(const mca_pml_dr2_peer_t *peer, size_t
 
 /* Send the message with envelope `match` (ctx, src, tag, seq) and `len` payload bytes as a
  * LOCAL, if mca_pml_dr2_local_fits (lock held). True if the BTL took it: the message is
- * sent and complete. False if not sent (the caller sends it the ordinary way, with the
- * same sequence number). */
+ * sent and complete. With `must_leave`, only if it also left this process at once (not
+ * queued in the BTL, where only this process's progress would move it): what a request
+ * that completes on return needs. False if not sent (the caller sends it the ordinary
+ * way, with the same sequence number). */
 bool mca_pml_dr2_local_send(mca_pml_dr2_peer_t *peer, const pml_dr2_match_hdr_t *match,
-                            const void *buf, uint32_t len);
+                            const void *buf, uint32_t len, bool must_leave);
 
 /* A LOCAL from `peer`, decoded (lock held). */
 void mca_pml_dr2_local_receive(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,

@@ -397,29 +397,37 @@ static inline bool takes_immediate(const mca_bml_base_btl_t *bml_btl, size_t len
            && len <= bml_btl->btl->btl_eager_limit;
 }
 
+/* The BTL's immediate send of `len` bytes at buf: OMPI_SUCCESS if the BTL took them (they
+ * left), OMPI_ERR_WOULD_BLOCK if it did not take them now (nothing sent). */
+static int send_immediate(mca_pml_dr2_path_t *path, unsigned char *buf, size_t len)
+{
+    mca_btl_base_descriptor_t *des = NULL;
+    int rc = mca_bml_base_sendi(path->bml_btl, NULL, buf, len, 0, MCA_BTL_NO_ORDER,
+                                MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
+                                MCA_PML_DR2_BTL_TAG, &des);
+
+    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+        return OMPI_SUCCESS;
+    }
+    if (NULL != des) {
+        mca_bml_base_free(path->bml_btl, des); /* built but not queued: ours to release */
+    }
+    return OMPI_ERR_WOULD_BLOCK;
+}
+
 /* A segment built in `buf` (which fault injection may change): by the immediate send if
  * `immediate`, otherwise (or if the BTL does not take it now) copied into a descriptor. */
 static int send_bytes(mca_pml_dr2_path_t *path, unsigned char *buf, size_t len, bool immediate)
 {
-    mca_bml_base_btl_t *bml_btl = path->bml_btl;
-    mca_btl_base_descriptor_t *des = NULL;
     int rc;
 
     if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(path, buf, len)) {
         return OMPI_SUCCESS;
     }
-    if (OPAL_LIKELY(immediate)) {
-        rc = mca_bml_base_sendi(bml_btl, NULL, buf, len, 0, MCA_BTL_NO_ORDER,
-                                MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
-                                MCA_PML_DR2_BTL_TAG, &des);
-        if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-            return OMPI_SUCCESS;
-        }
-        if (NULL != des) {
-            mca_bml_base_free(bml_btl, des); /* built but not queued: ours to release */
-        }
-        /* not taken now (the BTL is busy): the ordinary path, which queues or says "later" */
+    if (OPAL_LIKELY(immediate) && OMPI_SUCCESS == send_immediate(path, buf, len)) {
+        return OMPI_SUCCESS;
     }
+    /* not taken now (the BTL is busy): the ordinary path, which queues or says "later" */
     rc = btl_send_copy(path, buf, len);
     if (OPAL_UNLIKELY(rc < 0)) {
         return OMPI_ERR_UNREACH == rc ? OMPI_ERR_UNREACH : OMPI_ERR_OUT_OF_RESOURCE;
@@ -436,6 +444,20 @@ int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, int path, unsigned cha
         return OMPI_ERR_UNREACH;
     }
     return send_bytes(p, buf, len, takes_immediate(p->bml_btl, len));
+}
+
+int mca_pml_dr2_peer_send_small_now(mca_pml_dr2_peer_t *peer, int path, unsigned char *buf,
+                                    size_t len)
+{
+    mca_pml_dr2_path_t *p = &peer->paths[path];
+
+    if (OPAL_UNLIKELY(peer->failed)) {
+        return OMPI_ERR_UNREACH;
+    }
+    if (!takes_immediate(p->bml_btl, len)) {
+        return OMPI_ERR_WOULD_BLOCK;
+    }
+    return send_immediate(p, buf, len);
 }
 
 int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len,

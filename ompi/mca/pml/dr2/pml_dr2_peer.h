@@ -279,6 +279,13 @@ int mca_pml_dr2_peer_send_in_place(mca_pml_dr2_peer_t *peer, int path, const uns
 int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, int path, unsigned char *buf,
                                 size_t len);
 
+/* The same, only if the BTL takes the segment at once (its immediate send): OMPI_SUCCESS
+ * when it has left this process, OMPI_ERR_WOULD_BLOCK when nothing was sent because the
+ * BTL would have queued it (btl/sm with its fast box to that peer full), OMPI_ERR_UNREACH
+ * for a failed peer. No fault injection: for messages outside the protocol. */
+int mca_pml_dr2_peer_send_small_now(mca_pml_dr2_peer_t *peer, int path, unsigned char *buf,
+                                    size_t len);
+
 /* Its process is not known to have failed: what ompi_comm_is_proc_active says of any rank
  * that is this peer (ULFM marks the process's ompi_proc_t, the object every group and the
  * peer share), without the group lookup, on the path of every small send. */

@@ -151,10 +151,12 @@ static void txmsg_set_envelope(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_peer_t *pee
 
 /* The message straight from the caller's buffer as a LOCAL (mca_pml_dr2_local_send) or a
  * TINY (mca_pml_dr2_txmsg_send_tiny), if it qualifies for one; its sequence number is
- * taken only then. */
+ * taken only then. With `must_leave` (a request completed on return), only a LOCAL the
+ * BTL sends at once: a TINY or a LOCAL the BTL queues could wait in this process after
+ * the request completed. */
 static bool send_small_now(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
                            mca_pml_dr2_comm_t *dcomm, int dst, int tag, const void *data,
-                           size_t len)
+                           size_t len, bool must_leave)
 {
     mca_pml_dr2_comm_proc_t *cp = &dcomm->procs[dst];
     pml_dr2_match_hdr_t match;
@@ -163,8 +165,8 @@ static bool send_small_now(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
     match.src = comm->c_my_rank;
     match.tag = tag;
     match.seq = cp->send_seq;
-    if (!mca_pml_dr2_local_send(peer, &match, data, (uint32_t) len)
-        && (len > MCA_PML_DR2_TINY_SEND_MAX
+    if (!mca_pml_dr2_local_send(peer, &match, data, (uint32_t) len, must_leave)
+        && (must_leave || len > MCA_PML_DR2_TINY_SEND_MAX
             || !mca_pml_dr2_txmsg_send_tiny(peer, &match, data, (uint32_t) len))) {
         return false;
     }
@@ -178,7 +180,9 @@ static inline bool small_now_fits(const mca_pml_dr2_peer_t *peer, size_t len)
     return len <= MCA_PML_DR2_TINY_SEND_MAX || mca_pml_dr2_local_fits(peer, len);
 }
 
-/* A small eager request to a peer that takes LOCALs, contiguous: sent now and complete. */
+/* A small eager request to a peer that takes LOCALs, contiguous: sent now, gone from this
+ * process, and complete; false if the BTL would have queued it (the general path takes it,
+ * and its request completes once the message has left). */
 static bool send_local_request(mca_pml_dr2_send_request_t *sendreq, mca_pml_dr2_peer_t *peer,
                                ompi_communicator_t *comm, mca_pml_dr2_comm_t *dcomm, size_t len)
 {
@@ -191,7 +195,7 @@ static bool send_local_request(mca_pml_dr2_send_request_t *sendreq, mca_pml_dr2_
         }
         opal_convertor_get_offset_pointer(&base->req_convertor, 0, &data);
     }
-    if (!send_small_now(peer, comm, dcomm, base->req_peer, base->req_tag, data, len)) {
+    if (!send_small_now(peer, comm, dcomm, base->req_peer, base->req_tag, data, len, true)) {
         return false;
     }
     mca_pml_dr2_send_request_complete(sendreq, MPI_SUCCESS);
@@ -400,8 +404,8 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
 }
 
 /* Has everything for `peer` gone to its transports: no fragment waiting in our queues, and
- * every path that is up completed the descriptors it had been handed up to marks[i] (or its
- * local-completion watchdog gave up on them)? A failed peer has nothing more to wait for. */
+ * every path that is up completed the descriptors it had been handed up to marks[i]? A path
+ * that went down had its fragments rerouted; a failed peer has nothing more to wait for. */
 static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
 {
     if (peer->failed || peer->gone || !mca_pml_dr2_peer_proc_active(peer)) {
@@ -412,7 +416,7 @@ static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
     }
     for (int i = 0; i < peer->npaths; i++) {
         if (peer->path_state[i].up
-            && !mca_pml_dr2_path_locally_complete(&peer->paths[i], marks[i])) {
+            && !mca_pml_dr2_path_has_sent(&peer->paths[i], marks[i])) {
             return false;
         }
     }
@@ -478,7 +482,8 @@ static int send_small_without_request(const void *buf, size_t count, ompi_dataty
         return OMPI_ERR_NOT_AVAILABLE;
     }
     data = (const unsigned char *) buf + datatype->super.true_lb;
-    if (small_now_fits(peer, len) && send_small_now(peer, comm, dcomm, dst, tag, data, len)) {
+    if (small_now_fits(peer, len)
+        && send_small_now(peer, comm, dcomm, dst, tag, data, len, false)) {
         send_flush_locked(peer);
         mca_pml_dr2_leave();
         return OMPI_SUCCESS;

@@ -560,7 +560,7 @@ bool mca_pml_dr2_txmsg_has_left(const mca_pml_dr2_txmsg_t *msg)
         const mca_pml_dr2_vfrag_t *v = (const mca_pml_dr2_vfrag_t *) it;
 
         if (v->msg != msg || v->pending > 0 || v->sent < v->nfrags
-            || !mca_pml_dr2_path_locally_complete(&peer->paths[v->path], v->local_mark)) {
+            || !mca_pml_dr2_path_has_sent(&peer->paths[v->path], v->local_mark)) {
             return false;
         }
         seen++;

@@ -192,8 +192,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
                                  const void *buf, uint32_t len);
 
 /* Has the message left this process: every byte in a vfrag, every fragment handed to its
- * path's BTL and every such descriptor completed by it (or given up on by the path's
- * watchdog)? Right after mca_pml_dr2_txmsg_start (lock held): false while a fragment waits
+ * path's BTL and every such descriptor completed by it? Right after mca_pml_dr2_txmsg_start (lock held): false while a fragment waits
  * in our queues (window, send depth) or in the BTL's (btl/tcp setting up a connection,
  * a full socket), where only this process's progress moves it. */
 bool mca_pml_dr2_txmsg_has_left(const mca_pml_dr2_txmsg_t *msg);
