@@ -13,10 +13,18 @@
  * rank)), which the replacement replays: it is sent the results since the checkpoint, so
  * with A over 2 GiB one result travels in one message of more than INT_MAX bytes.
  *
+ * With --vary, the sizes change from one checkpoint to the next, as a model that grows
+ * does: the state of iteration i is G, G/4 + 1 or G/2 + 3 bytes for i % 3 = 0, 1, 2 (and
+ * L the same way, 1 + R steps later on rank R: sizes differ between ranks too), so it
+ * shrinks and grows again; a replacement learns the
+ * sizes of the version it loads from FTR_Load_checkpoint_size (--vary size) or has the
+ * library allocate it (--vary alloc), and checks them against the iteration the bytes are of.
+ *
  * Options:
  *   --global-bytes G (1 MiB)  --local-bytes L (1 MiB)  --iterations N (6)  --every N (2)
  *   --allreduce-bytes A (8; a multiple of 8, at most 8 * INT_MAX)
  *   --kill R:I   original rank R kills itself (SIGKILL) at iteration I (repeatable)
+ *   --vary size|alloc   sizes that change between checkpoints, loaded as said above
  *
  * Output: "mpitest: rank R done" per rank, and from rank 0 "mpitest ft_large_state: np N:
  * PASS" (or FAIL). Run with --with-ft ulfm.
@@ -36,6 +44,8 @@ static struct {
     int rank, iteration;
 } kills[MAX_KILLS];
 static int nkills, failures, original_rank, is_replacement;
+enum { VARY_NONE, VARY_SIZE, VARY_ALLOC };
+static int vary = VARY_NONE;
 
 static void ftr_check(int err, const char *what)
 {
@@ -64,6 +74,20 @@ static void fill(unsigned char *buf, size_t len, int it, int owner)
     }
     last = word_of(words, it, owner);
     memcpy(buf + 8 * words, &last, len % 8);
+}
+
+/* The size of a state of at most `base` bytes at iteration `it` (phase: 0 global, 1 + rank
+ * local). */
+static size_t state_bytes(size_t base, int it, int phase)
+{
+    size_t n = base;
+
+    if (VARY_NONE != vary && 1 == (it + phase) % 3) {
+        n = base / 4 + 1;
+    } else if (VARY_NONE != vary && 2 == (it + phase) % 3) {
+        n = base / 2 + 3;
+    }
+    return n < base ? n : base;
 }
 
 /* The first byte that differs from the state of (it, owner), or -1. */
@@ -110,12 +134,19 @@ static void allreduce_and_check(uint64_t *buf, size_t words, int it, MPI_Comm *c
 }
 
 static void check_loaded(const unsigned char *global, size_t global_bytes,
-                         const unsigned char *local, size_t local_bytes, int it)
+                         const unsigned char *local, size_t local_bytes, int it,
+                         size_t global_base, size_t local_base)
 {
     long long g = first_difference(global, global_bytes, it, -1);
     long long l = first_difference(local, local_bytes, it, original_rank);
 
-    if (g >= 0 || l >= 0) {
+    if (global_bytes != state_bytes(global_base, it, 0)
+        || local_bytes != state_bytes(local_base, it, 1 + original_rank)) {
+        failures++;
+        printf("mpitest ft_large_state: rank %d: FAIL the checkpoint of iteration %d has %zu + "
+               "%zu bytes, expected %zu + %zu\n", original_rank, it, global_bytes, local_bytes,
+               state_bytes(global_base, it, 0), state_bytes(local_base, it, 1 + original_rank));
+    } else if (g >= 0 || l >= 0) {
         failures++;
         printf("mpitest ft_large_state: rank %d: FAIL the checkpoint of iteration %d differs "
                "(global from byte %lld, local from byte %lld; -1: equal)\n",
@@ -139,18 +170,64 @@ static void maybe_die(int it)
     }
 }
 
+/* The last checkpoint into global and local (room for the largest state, *_max bytes), the
+ * sizes it has in *global_now and *local_now, by the load call --vary chose. */
+static void load(MPI_Comm *world, unsigned char *global, size_t *global_now, size_t global_max,
+                 unsigned char *local, size_t *local_now, size_t local_max, int *version)
+{
+    void *g, *l;
+
+    *global_now = global_max;
+    *local_now = local_max;
+    switch (vary) {
+    case VARY_NONE:
+        ftr_check(FTR_Load_checkpoint(world, global, global_max, local, local_max, version),
+                  "FTR_Load_checkpoint");
+        return;
+    case VARY_SIZE:
+        ftr_check(FTR_Load_checkpoint_size(world, global_now, local_now, version),
+                  "FTR_Load_checkpoint_size");
+        if (*global_now > global_max || *local_now > local_max) {
+            fprintf(stderr, "ft_large_state: rank %d: version %d has %zu + %zu bytes, more than "
+                            "any state of this run\n", original_rank, *version, *global_now,
+                    *local_now);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        ftr_check(FTR_Load_checkpoint(world, global, *global_now, local, *local_now, version),
+                  "FTR_Load_checkpoint");
+        return;
+    case VARY_ALLOC:
+        ftr_check(FTR_Load_checkpoint_alloc(world, &g, global_now, &l, local_now, version),
+                  "FTR_Load_checkpoint_alloc");
+        if ((0 == *version) != (NULL == g) || (0 == *version) != (NULL == l)
+            || *global_now > global_max || *local_now > local_max) {
+            fprintf(stderr, "ft_large_state: rank %d: FTR_Load_checkpoint_alloc gave version %d, "
+                            "buffers %p and %p of %zu + %zu bytes\n", original_rank, *version, g,
+                    l, *global_now, *local_now);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (*version > 0) {
+            memcpy(global, g, *global_now);
+            memcpy(local, l, *local_now);
+        }
+        free(g);
+        free(l);
+        return;
+    }
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Comm world, parent;
+    MPI_Comm world;
     size_t global_bytes = 1 << 20, local_bytes = 1 << 20, allreduce_bytes = 8;
-    int iterations = 6, every = 2, bad_usage = 0, version, rank, size;
+    int iterations = 6, every = 2, bad_usage = 0, version, rank, size, origin;
 
     ftr_check(FTR_Init(&argc, &argv, &world), "FTR_Init");
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
     original_rank = rank;
-    MPI_Comm_get_parent(&parent);
-    is_replacement = MPI_COMM_NULL != parent;
+    ftr_check(FTR_Origin(&origin), "FTR_Origin");
+    is_replacement = FTR_ORIGIN_ORIGINAL != origin; /* respawned, or a spare that took over */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--global-bytes") && i + 1 < argc) {
             global_bytes = strtoull(argv[++i], NULL, 10);
@@ -162,6 +239,10 @@ int main(int argc, char **argv)
             iterations = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--every") && i + 1 < argc) {
             every = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--vary") && i + 1 < argc) {
+            i++;
+            vary = !strcmp(argv[i], "size") ? VARY_SIZE : !strcmp(argv[i], "alloc") ? VARY_ALLOC : -1;
+            bad_usage |= vary < 0;
         } else if (!strcmp(argv[i], "--kill") && i + 1 < argc && nkills < MAX_KILLS) {
             bad_usage |= 2 != sscanf(argv[++i], "%d:%d", &kills[nkills].rank,
                                      &kills[nkills].iteration);
@@ -175,7 +256,7 @@ int main(int argc, char **argv)
         if (0 == rank) {
             fprintf(stderr, "usage: ft_large_state [--global-bytes G (8 or more)] "
                             "[--local-bytes L] [--allreduce-bytes A (8 * 1..INT_MAX)] "
-                            "[--iterations N] [--every N] [--kill R:I]...\n");
+                            "[--iterations N] [--every N] [--vary size|alloc] [--kill R:I]...\n");
         }
         MPI_Finalize();
         return 2;
@@ -191,21 +272,22 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     int next = 0;
-    ftr_check(FTR_Load_checkpoint(&world, global, global_bytes, local, local_bytes, &version),
-              "FTR_Load_checkpoint");
+    size_t global_now, local_now;
+    load(&world, global, &global_now, global_bytes, local, &local_now, local_bytes, &version);
     if (version > 0) {
         /* the iteration is in the state's first word too, but the bytes must say it all:
          * which iteration's state every byte is of is found by trying each */
         for (next = 0; next <= iterations && first_difference(global, 8, next, -1) >= 0; next++) {
         }
-        check_loaded(global, global_bytes, local, local_bytes, next);
+        check_loaded(global, global_now, local, local_now, next, global_bytes, local_bytes);
     } else {
         fill(global, global_bytes, 0, -1);
         fill(local, local_bytes, 0, original_rank);
     }
     if (is_replacement) {
-        printf("mpitest ft_large_state: rank %d: replacement starts at iteration %d (version "
-               "%d)\n", original_rank, next, version);
+        printf("mpitest ft_large_state: rank %d: replacement (%s) starts at iteration %d "
+               "(version %d)\n", original_rank, FTR_ORIGIN_SPARE == origin ? "spare" : "respawned",
+               next, version);
         fflush(stdout);
     }
 
@@ -213,9 +295,11 @@ int main(int argc, char **argv)
         maybe_die(it);
         allreduce_and_check(reduced, allreduce_bytes / 8, it, &world);
         if ((it + 1) % every == 0) {
-            fill(global, global_bytes, it + 1, -1);
-            fill(local, local_bytes, it + 1, original_rank);
-            ftr_check(FTR_Checkpoint(&world, global, global_bytes, local, local_bytes),
+            global_now = state_bytes(global_bytes, it + 1, 0);
+            local_now = state_bytes(local_bytes, it + 1, 1 + original_rank);
+            fill(global, global_now, it + 1, -1);
+            fill(local, local_now, it + 1, original_rank);
+            ftr_check(FTR_Checkpoint(&world, global, global_now, local, local_now),
                       "FTR_Checkpoint");
         }
     }

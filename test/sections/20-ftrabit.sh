@@ -421,6 +421,30 @@ mpi ft/large-state/derived-type-over-dr2 3 pass test/mpi/ft_large_state --with-f
     --global-bytes 3145733 --local-bytes 2621447 --kill 1:3
 mpi ft/results/derived-type-messages 4 pass test/mpi/ft_results --with-ft ulfm \
     --mca coll_ftrabit_test_message_limit 1048576 -- --kill 1:6
+# Checkpoints whose sizes change from one version to the next, as a serialized model that
+# grows does (ft_large_state --vary: each state shrinks to a quarter and grows back, and
+# local states differ in size between ranks); with the 1 MiB message limit the sizes cross
+# the derived-type form both ways. Replacements load a shrunk and a grown version with the
+# library allocating the buffers, or ask the sizes first; a spare takes a rank too.
+mpi ft/vary-state/grow-shrink-alloc 4 pass test/mpi/ft_large_state --with-ft ulfm \
+    --mca coll_ftrabit_test_message_limit 1048576 -- --vary alloc \
+    --global-bytes 3145733 --local-bytes 2621447 --iterations 8 --every 1 --kill 2:4 --kill 1:6
+mpi ft/vary-state/size-then-load-kill-rank0 3 pass test/mpi/ft_large_state --with-ft ulfm \
+    --mca coll_ftrabit_test_message_limit 1000 -- --vary size \
+    --global-bytes 1048583 --local-bytes 4099 --iterations 7 --every 1 --kill 0:5
+# mpi cannot judge it (a spare makes np 5 run 4 ranks): a spare takes rank 3 and loads a
+# shrunk version, the rank's successors are reseeded with it.
+vary_state_spare_takes_over() {
+    local log=$logs/ft-vary-state-spare.log rc timed_out
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" --with-ft ulfm --mca coll_ftrabit_spares 1 \
+        --mca coll_ftrabit_test_message_limit 1048576 -np 5 "$build/test/mpi/ft_large_state" \
+        --vary alloc --global-bytes 3145733 --local-bytes 2621447 --iterations 8 --every 1 \
+        --kill 3:4
+    cat "$log"
+    [ $timed_out = 0 ] && [ $rc -eq 0 ] && grep -aq "^mpitest ft_large_state: np 4: PASS" "$log" \
+        && grep -aq "rank 3: replacement (spare) starts at iteration 4" "$log"
+}
+check ft/vary-state/spare-takes-over/np5 vary_state_spare_takes_over
 # memory_for NAME GIB: 0 when GIB GiB are available; otherwise NAME is skipped, saying why.
 memory_for() {
     local avail_kib
@@ -430,12 +454,15 @@ memory_for() {
     return 1
 }
 # A real global state of 2 GiB + 3 bytes (a model of 537 million floats): checkpointed,
-# sent to a replacement in one message, every byte checked. About 12 GiB at the peak.
+# sent to a replacement in one message, every byte checked. It grows to that size from a
+# quarter of it, the replacement has the library allocate it, and the next checkpoint
+# shrinks it again (--vary). About 12 GiB at the peak.
 large_state_over_2gib() {
     local name=ft/large-state/global-over-2gib/np2
     selected "$name" && memory_for "$name" 14 || return 0
     mpi ft/large-state/global-over-2gib 2 pass test/mpi/ft_large_state --with-ft ulfm -- \
-        --global-bytes 2147483651 --local-bytes 4096 --kill 1:2 --iterations 4 --every 2
+        --global-bytes 2147483651 --local-bytes 4096 --kill 1:3 --iterations 4 --every 1 \
+        --vary alloc
 }
 large_state_over_2gib
 # A real FTR_Allreduce of 2 GiB + 8 bytes (268 million 64-bit words) every iteration, rank 1

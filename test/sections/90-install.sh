@@ -30,7 +30,8 @@ param_is_refused() {
 man_pages_installed() {
     local mandir=$build/stage/share/man f page out
     for f in ftrabit FTR_Init FTR_Finalize FTR_Allreduce FTR_Bcast FTR_Allreduce_bootstrap \
-             FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Version FTR_Comm_recover \
+             FTR_Bcast_bootstrap FTR_Checkpoint FTR_Load_checkpoint FTR_Load_checkpoint_size \
+             FTR_Load_checkpoint_alloc FTR_Version FTR_Comm_recover \
              FTR_Cache_memory FTR_Origin; do
         page=$(man -M "$mandir" -w 3 "$f") || { echo "man 3 $f: not installed"; return 1; }
         echo "$f: $page"

@@ -80,10 +80,21 @@ FTR_EXPORT int FTR_Bcast_bootstrap_at(void *buf, int count, MPI_Datatype type, i
  * and the application goes back to FTR_Load_checkpoint, as after a failed plain collective. */
 FTR_EXPORT int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size,
                               const void *local, size_t local_size);
-/* version 0: fresh start, buffers untouched. In a replacement: the last committed version,
- * global from any survivor, local from a ring neighbour's replica. */
+/* The sizes may change from one checkpoint to the next (a model that grows); each version
+ * keeps the sizes it was taken with, in every copy.
+ * Loading. version 0: fresh start, buffers untouched. In a replacement: the last committed
+ * version, global from any survivor, local from a ring neighbour's replica. The buffers
+ * must be of exactly the checkpointed sizes (MPI_ERR_TRUNCATE otherwise, nothing copied). */
 FTR_EXPORT int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size,
                                    void *local, size_t local_size, int *version);
+/* The sizes FTR_Load_checkpoint needs now (0 and 0 at version 0); either may be NULL. */
+FTR_EXPORT int FTR_Load_checkpoint_size(MPI_Comm *comm, size_t *global_size,
+                                        size_t *local_size, int *version);
+/* The same load into buffers the library allocates, freed by the caller with free():
+ * *global and *local are NULL with sizes 0 at version 0 only. local and local_size may
+ * both be NULL: the local state is not loaded. */
+FTR_EXPORT int FTR_Load_checkpoint_alloc(MPI_Comm *comm, void **global, size_t *global_size,
+                                         void **local, size_t *local_size, int *version);
 FTR_EXPORT int FTR_Version(MPI_Comm comm, int *version);
 
 /* What the result cache of `comm` holds: how many results are kept now (until the next

@@ -8,6 +8,10 @@
  * results it no longer needs. If anything failed, no rank commits: recovery runs and the
  * checkpoint is taken again. Because a version is committed everywhere or nowhere, a
  * replacement never has to replay across a checkpoint.
+ *
+ * Every copy of a version (the global and local copies, the replicas, what a catch-up sends
+ * a replacement) carries its own size, so the state may grow or shrink between versions;
+ * the three load entry points hand out the version through ftrabit_checkpoint_to_load.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -175,25 +179,116 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
     }
 }
 
-int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *local,
-                        size_t local_size, int *version)
+/* What a load hands out: the last committed version of this process's checkpoint, or
+ * version 0 (a fresh start). Every load entry point goes through here, so that whatever
+ * restores a checkpoint (from a survivor's copy in a replacement, as now, or from a durable
+ * copy on a fresh start) is found in one place. A load ends the bootstrap phase. */
+static int ftrabit_checkpoint_to_load(MPI_Comm *comm, ftrabit_state_t **out)
 {
-    ftrabit_state_t *st = ftrabit_state_of(*comm);
+    ftrabit_state_t *st = NULL == comm ? NULL : ftrabit_state_of(*comm);
+
+    *out = st;
     if (NULL == st) {
         return MPI_ERR_COMM;
     }
     st->bootstrap_over = 1;
+    return MPI_SUCCESS;
+}
+
+int FTR_Load_checkpoint_size(MPI_Comm *comm, size_t *global_size, size_t *local_size,
+                             int *version)
+{
+    ftrabit_state_t *st;
+    int err = ftrabit_checkpoint_to_load(comm, &st);
+
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (NULL == version) {
+        return MPI_ERR_ARG;
+    }
+    *version = st->version;
+    if (NULL != global_size) {
+        *global_size = st->version > 0 ? st->global_size : 0;
+    }
+    if (NULL != local_size) {
+        *local_size = st->version > 0 ? st->local_size : 0;
+    }
+    return MPI_SUCCESS;
+}
+
+int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *local,
+                        size_t local_size, int *version)
+{
+    ftrabit_state_t *st;
+    int err = ftrabit_checkpoint_to_load(comm, &st);
+
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (NULL == version) {
+        return MPI_ERR_ARG;
+    }
     *version = st->version;
     if (0 == st->version) {
         return MPI_SUCCESS; /* fresh start: buffers untouched */
     }
     if (st->global_size != global_size || st->local_size != local_size) {
         fprintf(stderr, "ftrabit: FTR_Load_checkpoint with buffers of %zu and %zu bytes, but "
-                        "version %d was checkpointed with %zu and %zu bytes\n",
+                        "version %d was checkpointed with %zu and %zu bytes (a state whose size "
+                        "changes: FTR_Load_checkpoint_size or FTR_Load_checkpoint_alloc)\n",
                 global_size, local_size, st->version, st->global_size, st->local_size);
         return MPI_ERR_TRUNCATE;
     }
-    memcpy(global, st->global, global_size);
-    memcpy(local, st->local, local_size);
+    if (global_size > 0) {
+        memcpy(global, st->global, global_size);
+    }
+    if (local_size > 0) {
+        memcpy(local, st->local, local_size);
+    }
+    return MPI_SUCCESS;
+}
+
+int FTR_Load_checkpoint_alloc(MPI_Comm *comm, void **global, size_t *global_size, void **local,
+                              size_t *local_size, int *version)
+{
+    ftrabit_state_t *st;
+    int err = ftrabit_checkpoint_to_load(comm, &st);
+    int want_local = NULL != local;
+
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    if (NULL == global || NULL == global_size || NULL == version
+        || want_local != (NULL != local_size)) {
+        return MPI_ERR_ARG;
+    }
+    *version = st->version;
+    *global = NULL;
+    *global_size = 0;
+    if (want_local) {
+        *local = NULL;
+        *local_size = 0;
+    }
+    if (0 == st->version) {
+        return MPI_SUCCESS; /* fresh start: nothing to hand out */
+    }
+    /* Never NULL once there is a version, even for 0 bytes: NULL means "fresh start". */
+    void *g = ftrabit_dup_bytes(st->global, st->global_size);
+    void *l = want_local ? ftrabit_dup_bytes(st->local, st->local_size) : NULL;
+    if (NULL == g || (want_local && NULL == l)) {
+        free(g);
+        free(l);
+        fprintf(stderr, "ftrabit: FTR_Load_checkpoint_alloc: no memory for version %d (%zu and "
+                        "%zu bytes)\n", st->version, st->global_size,
+                want_local ? st->local_size : (size_t) 0);
+        return MPI_ERR_NO_MEM;
+    }
+    *global = g;
+    *global_size = st->global_size;
+    if (want_local) {
+        *local = l;
+        *local_size = st->local_size;
+    }
     return MPI_SUCCESS;
 }
