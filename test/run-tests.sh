@@ -73,6 +73,11 @@ wait_timed() {
     wait "$job"
     rc=$?
     hang_unwatch "$log.stacks"
+    # Open MPI's help messages forwarded from a process under --with-ft ulfm can end with a
+    # NUL byte, glued to the start of the next line: drop them so that lines match.
+    if grep -qaP '\x00' "$log" 2>/dev/null; then
+        tr -d '\000' <"$log" >"$log.nul" && mv "$log.nul" "$log"
+    fi
     timed_out=0
     if grep -aq "^timeout: sending signal" "$log"; then
         timed_out=1
