@@ -21,6 +21,13 @@
  *   --hold R:I          original rank R stops at iteration I (before its allreduce), leaves
  *                       the mark "held-R" in --kill-marks' DIR and waits to be killed from
  *                       outside (a test killing a whole host while the job runs). Repeatable.
+ *   --pause R:I         original rank R stops at iteration I (before its allreduce), leaves
+ *                       the mark "paused-R" (holding its pid) in --kill-marks' DIR and goes on
+ *                       once the mark is removed (a test sending it a signal, or waiting for
+ *                       something outside, at a known point). Repeatable.
+ *   --notice R:I        original rank R sends itself SIGTERM at iteration I (before its
+ *                       allreduce), as a preemption notice would, and goes on if it lives.
+ *                       Repeatable.
  *   --kill-marks DIR    each kill happens once: the dying process leaves a mark in DIR, so
  *                       its replacement replaying that iteration does not die again, but a
  *                       later kill of the same rank still happens. Without it, replacements
@@ -53,10 +60,13 @@ enum where { BEFORE_ALLREDUCE, AFTER_ALLREDUCE, BEFORE_BCAST, BEFORE_CHECKPOINT 
 static const char *where_names[] = {"before-allreduce", "after-allreduce", "before-bcast",
                                     "before-checkpoint"};
 
+/* What happens at a --kill, --hold, --pause or --notice point. */
+enum how { KILL, HOLD, PAUSE, NOTICE };
+
 typedef struct {
     int rank, iteration;
     enum where where;
-    int hold; /* wait to be killed from outside instead of raising SIGKILL */
+    enum how how;
 } kill_t;
 
 static kill_t kills[64];
@@ -108,16 +118,46 @@ static void hold_until_killed(int rank, int iteration)
     }
 }
 
+/* --pause: tell the outside we are here (the mark, with our pid), go on once it is gone */
+static void pause_until_released(int rank, int iteration)
+{
+    char path[4096];
+    const struct timespec tick = {0, 10000000};
+    snprintf(path, sizeof(path), "%s/paused-%d", kill_marks, rank);
+    FILE *f = fopen(path, "w");
+    if (NULL != f) {
+        fprintf(f, "%d\n", (int) getpid());
+        fclose(f);
+    }
+    fprintf(stderr, "ftr_kmeans: rank %d paused at iteration %d\n", rank, iteration);
+    fflush(stderr);
+    while (0 == access(path, F_OK)) {
+        nanosleep(&tick, NULL);
+    }
+}
+
 static void maybe_die(int rank, int iteration, enum where where)
 {
     for (int i = 0; i < nkills; i++) {
         if (kills[i].rank == rank && kills[i].iteration == iteration && kills[i].where == where
             && first_time(i)) {
+            if (PAUSE == kills[i].how) {
+                pause_until_released(rank, iteration);
+                continue;
+            }
             if (timeline) {
-                printf("timeline rank %d kill %d %.6f\n", rank, iteration, wall_now());
+                printf("timeline rank %d %s %d %.6f\n", rank,
+                       NOTICE == kills[i].how ? "notice" : "kill", iteration, wall_now());
                 fflush(stdout);
             }
-            if (kills[i].hold) {
+            if (NOTICE == kills[i].how) {
+                fprintf(stderr, "ftr_kmeans: rank %d sends itself SIGTERM at iteration %d\n",
+                        rank, iteration);
+                fflush(stderr);
+                raise(SIGTERM);
+                continue;
+            }
+            if (HOLD == kills[i].how) {
                 hold_until_killed(rank, iteration);
             }
             fprintf(stderr, "ftr_kmeans: rank %d killing itself at iteration %d (%s)\n", rank,
@@ -128,10 +168,10 @@ static void maybe_die(int rank, int iteration, enum where where)
     }
 }
 
-static int parse_kill(const char *spec, int hold)
+static int parse_kill(const char *spec, enum how how)
 {
     char where[64] = "before-allreduce";
-    kill_t k = {.hold = hold};
+    kill_t k = {.how = how};
     if (nkills == 64 || sscanf(spec, "%d:%d:%63s", &k.rank, &k.iteration, where) < 2) {
         return -1;
     }
@@ -244,8 +284,10 @@ int main(int argc, char **argv)
         else if (ok && !strcmp(argv[i], "--points")) n = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--clusters")) clusters = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--dims")) dims = atoi(argv[++i]);
-        else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i], 0) == 0;
-        else if (ok && !strcmp(argv[i], "--hold")) ok = parse_kill(argv[++i], 1) == 0;
+        else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i], KILL) == 0;
+        else if (ok && !strcmp(argv[i], "--hold")) ok = parse_kill(argv[++i], HOLD) == 0;
+        else if (ok && !strcmp(argv[i], "--pause")) ok = parse_kill(argv[++i], PAUSE) == 0;
+        else if (ok && !strcmp(argv[i], "--notice")) ok = parse_kill(argv[++i], NOTICE) == 0;
         else if (ok && !strcmp(argv[i], "--kill-marks")) kill_marks = argv[++i];
         else if (ok && !strcmp(argv[i], "--replacement-stalls")) ++i;
         else if (!strcmp(argv[i], "--timeline")) ok = timeline = 1;
@@ -264,8 +306,9 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     for (int i = 0; i < nkills; i++) {
-        if (kills[i].hold && NULL == kill_marks) {
-            fprintf(stderr, "ftr_kmeans: --hold needs --kill-marks DIR (where it leaves its mark)\n");
+        if ((HOLD == kills[i].how || PAUSE == kills[i].how) && NULL == kill_marks) {
+            fprintf(stderr, "ftr_kmeans: --hold and --pause need --kill-marks DIR (where they "
+                            "leave their mark)\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }

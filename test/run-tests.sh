@@ -200,10 +200,10 @@ done
 # Leave nothing behind: a leftover rank would slow every later run on this machine. Only
 # this run's processes (they inherit its OMPIRES_TEST_RUN): a kill campaign or another test
 # run using the same build at the same time is left alone (ending them here made their
-# jobs look hung).
+# jobs look hung). SIGKILL: coll/ftrabit takes a first SIGTERM as a preemption notice.
 for pid in $(pgrep -f "$build/test/" || true); do
     if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPIRES_TEST_RUN=$OMPIRES_TEST_RUN"; then
-        kill "$pid" 2>/dev/null || true
+        kill -KILL "$pid" 2>/dev/null || true
     fi
 done
 

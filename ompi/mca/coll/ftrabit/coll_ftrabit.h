@@ -47,6 +47,7 @@ typedef struct {
     int result_pool_mib;           /* idle result buffers kept for reuse; -1: no bound */
     int spares;                    /* warm spare processes started with the job */
     int test_kill_spare;           /* world rank of a spare that dies while waiting, or -1 */
+    int notice;                    /* 1: a SIGTERM is a preemption notice (ftrabit_notice.c) */
     int test_message_limit;        /* bytes above which libftrabit sends a derived type; 0: INT_MAX */
 
     /* Counters exported as MPI_T performance variables. */

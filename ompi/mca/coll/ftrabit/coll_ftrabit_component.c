@@ -296,6 +296,17 @@ static int ftrabit_register(void)
                  "application calls FTR_Finalize. 0: no spares",
                  OPAL_INFO_LVL_4, &c->spares);
 
+    c->notice = 1;
+    register_int("notice",
+                 "FTR_* API: 1 takes a process's first SIGTERM as a preemption notice (Slurm's "
+                 "preemption with a grace time, a spot VM's notice): the process goes on, and at "
+                 "the next FTR_Checkpoint the ranks hand its rank over to a warm spare or a "
+                 "respawned replacement, which starts from that checkpoint, so that no "
+                 "iteration is redone; the notified process then leaves (exit status 0). A "
+                 "second SIGTERM ends it at once, and a SIGTERM handler the program installed "
+                 "itself is left alone. 0: SIGTERM is not touched (it ends the process)",
+                 OPAL_INFO_LVL_4, &c->notice);
+
     c->test_kill_spare = -1;
     register_int("test_kill_spare",
                  "For testing spares: the spare with this MPI_COMM_WORLD rank kills itself "
@@ -351,6 +362,10 @@ static int ftrabit_open(void)
     if (c->spares < 0) {
         return refuse_param("coll_ftrabit_spares", c->spares,
                             "Use 0 for no spares, or the number of spare processes.");
+    }
+    if (0 != c->notice && 1 != c->notice) {
+        return refuse_param("coll_ftrabit_notice", c->notice,
+                            "Use 1 to take a SIGTERM as a preemption notice, 0 not to.");
     }
     if (c->result_replicas < 0) {
         return refuse_param("coll_ftrabit_result_replicas", c->result_replicas,

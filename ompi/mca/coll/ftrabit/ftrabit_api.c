@@ -21,6 +21,7 @@
 
 #include "ftrabit.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_notice.h"
 #include "../../common/ompires/ompires_sigpipe.h"
 
 char *ftrabit_program;
@@ -97,6 +98,7 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
         }
     }
     ftrabit_read_settings();
+    ftrabit_notice_install(); /* a SIGTERM becomes a preemption notice */
     ftrabit_remember_program(argc, argv);
     /* A survivor writing to a process that just died must not die of SIGPIPE. */
     (void) ompires_ignore_sigpipe_if_default();

@@ -19,6 +19,7 @@
 
 #include "ftrabit.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_notice.h"
 
 #define FTRABIT_TAG_RING 7750
 
@@ -149,13 +150,13 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
         ftrabit_replica_t *received = NULL;
         int nreceived = 0;
         int err = ftrabit_ring_exchange(st, local, local_size, &received, &nreceived);
-        int flag = MPI_SUCCESS == err;
+        int flag = (MPI_SUCCESS == err ? FTRABIT_VOTE_OK : 0) | ftrabit_notice_vote();
         int agree_err = MPIX_Comm_agree(st->comm, &flag);
-        if (MPI_SUCCESS == agree_err && flag) {
+        if (MPI_SUCCESS == agree_err && (flag & FTRABIT_VOTE_OK)) {
             ftrabit_commit(st, seq, global, global_size, local, local_size, received, nreceived);
             ftrabit_log(2, "checkpoint version %d committed at seq %llu", st->version,
                         (unsigned long long) seq);
-            return MPI_SUCCESS;
+            return ftrabit_notice_after_commit(st, comm, flag); /* a preemption notice */
         }
         ftrabit_replicas_free(received, nreceived);
         if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {

@@ -43,6 +43,7 @@ typedef struct {
     int test_kill_in_catch_up; /* ... in a catch-up with a replacement in it (-1: none) */
     int spares;                /* warm spares the job was started with (ftrabit_spares.c) */
     int test_kill_spare;       /* world rank of a spare that dies while waiting (-1: none) */
+    int notice;                /* a SIGTERM is a preemption notice (ftrabit_notice.c) */
     int test_message_limit;    /* bytes above which a message takes a derived type (0: INT_MAX) */
     int verbose;
 } ftrabit_settings_t;
@@ -180,6 +181,9 @@ int ftrabit_spares_active(void);
 int ftrabit_spares_round(int my_rank, ftrabit_spares_round_t *out);
 /* FTR_Finalize: waiting spares leave. */
 void ftrabit_spares_release(void);
+/* A process whose rank a standby round handed over after a preemption notice: it waits
+ * as a spare that never takes a rank, until FTR_Finalize releases it; never returns. */
+void ftrabit_spares_wait_out(void) __attribute__((noreturn));
 /* In a spare chosen by a round: complete the rebuild with the survivors and catch up. */
 int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI_Comm *world);
 

@@ -25,6 +25,7 @@
 
 #include "ftrabit.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_notice.h"
 #include "ftrabit_rebuild.h"
 
 #define FTRABIT_MAX_REBUILDS 16
@@ -328,7 +329,10 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
     MPIX_Comm_revoke(current);
     if (!*shrinking && ftrabit_spares_active()) {
         ftrabit_spares_round_t round;
-        err = ftrabit_spares_round(st->orig_rank, &round);
+        err = ftrabit_spares_round(ftrabit_notice_standby_rank(st), &round);
+        if (MPI_SUCCESS == err) {
+            err = ftrabit_notice_after_round(round.rank); /* a handed-over rank leaves */
+        }
         if (MPI_SUCCESS != err) {
             return err;
         }
@@ -338,6 +342,10 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
     err = MPIX_Comm_shrink(current, &shrunk);
     if (MPI_SUCCESS != err) {
         ftrabit_log(0, "MPIX_Comm_shrink failed (%d)", err);
+        return err;
+    }
+    err = ftrabit_notice_split_out(&shrunk); /* a handover: the notified ranks leave */
+    if (MPI_SUCCESS != err) {
         return err;
     }
     return ftrabit_complete_rebuild(st, shrunk, -1, shrinking, rebuilt);
@@ -511,11 +519,16 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
                       : 0 == st->respawned ? "spares"
                                            : "spares, then respawn";
 
+    const char *what = ftrabit_notice_take_handed_over()
+                           ? "handed over the rank(s) of a preemption notice"
+                           : "recovered from a process failure";
+
     MPI_Comm_size(st->comm, &size);
     if (st->announces_recovery) {
-        fprintf(stderr, "ftrabit: recovered from a process failure in %.3f s (%s; %d ranks, "
-                        "catching up to collective %llu)\n",
-                st->last_recovery_seconds, how, size, (unsigned long long) st->served_until);
+        fprintf(stderr, "ftrabit: %s in %.3f s (%s; %d ranks, catching up to collective "
+                        "%llu)\n",
+                what, st->last_recovery_seconds, how, size,
+                (unsigned long long) st->served_until);
         fflush(stderr);
     }
 }

@@ -22,6 +22,7 @@ ftrabit_settings_t ftrabit_settings = {
     .test_kill_in_catch_up = -1,
     .spares = 0,
     .test_kill_spare = -1,
+    .notice = 1,
     .verbose = 0,
 };
 
@@ -229,6 +230,7 @@ void ftrabit_read_settings(void)
                                                      s->test_kill_in_catch_up);
     s->spares = ftrabit_read_int_cvar("coll_ftrabit_spares", s->spares);
     s->test_kill_spare = ftrabit_read_int_cvar("coll_ftrabit_test_kill_spare", s->test_kill_spare);
+    s->notice = ftrabit_read_int_cvar("coll_ftrabit_notice", s->notice);
     s->test_message_limit = ftrabit_read_int_cvar("coll_ftrabit_test_message_limit",
                                                   s->test_message_limit);
     s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
