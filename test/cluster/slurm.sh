@@ -226,35 +226,37 @@ slurm_daemon_pids() {
     done
 }
 
+# slurm_signal_daemons SIGNAL: SIGNAL to every Slurm and MUNGE process of the cluster; 0
+# once none is left (waiting at most 5 s).
+slurm_signal_daemons() {
+    local t pids
+    pids=$(slurm_daemon_pids | cut -d' ' -f1)
+    # shellcheck disable=SC2086
+    [ -n "$pids" ] && kill "-$1" $pids 2>/dev/null
+    for ((t = 0; t < 50; t++)); do
+        [ -z "$(slurm_daemon_pids)" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # slurm_down: every Slurm and MUNGE process of the cluster killed (and what jobs left on its
 # hosts), the controller's address removed, the spool and state deleted. Idempotent.
 slurm_down() {
-    local dir rc=0 t pids
+    local rc=0
     [ -n "$CLUSTER_ID" ] || return 0
-    dir=$(slurm_dir)
     # SIGTERM first (they write their state and leave), SIGKILL what is left after 5 s
-    pids=$(slurm_daemon_pids | cut -d' ' -f1)
-    # shellcheck disable=SC2086
-    [ -n "$pids" ] && kill -TERM $pids 2>/dev/null
-    for ((t = 0; t < 50; t++)); do
-        [ -z "$(slurm_daemon_pids)" ] && break
-        sleep 0.1
-    done
-    cluster_reap >/dev/null 2>&1 || rc=1 # the hosts: leftovers of jobs, daemons still alive
-    pids=$(slurm_daemon_pids | cut -d' ' -f1)
-    # shellcheck disable=SC2086
-    [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-    for ((t = 0; t < 50; t++)); do
-        [ -z "$(slurm_daemon_pids)" ] && break
-        sleep 0.1
-    done
-    if [ -n "$(slurm_daemon_pids)" ]; then
-        slurm_say "still alive: $(slurm_daemon_pids | tr '\n' ' ')"
-        rc=1
+    if ! slurm_signal_daemons TERM; then
+        cluster_reap >/dev/null 2>&1 # the hosts: what jobs left, daemons still alive
+        if ! slurm_signal_daemons KILL; then
+            slurm_say "still alive: $(slurm_daemon_pids | tr '\n' ' ')"
+            rc=1
+        fi
     fi
+    cluster_reap >/dev/null 2>&1 || rc=1
     ip -n "$(cluster_switch_ns)" addr del "$(slurm_ctl_addr)/24" dev "br-$CLUSTER_MANAGEMENT_NET" \
         2>/dev/null
-    rm -rf "$dir"
+    rm -rf "$(slurm_dir)"
     return $rc
 }
 

@@ -16,11 +16,7 @@ in_slurm() {
     local name=$1
     selected "$name" || return 0
     if [ -n "$slurm_why_not" ]; then skip "$name" "$slurm_why_not"; return 0; fi
-    if [ -z "$CLUSTER_ID" ] && ! cluster_up "$cluster_hosts"; then
-        slurm_why_not="the cluster did not come up"
-        fail "$name" "$slurm_why_not"
-        return 0
-    fi
+    cluster_for "$name" || return 0
     if [ ! -e "$(slurm_dir)" ] && ! slurm_up; then
         slurm_why_not="Slurm did not come up on the cluster"
         fail "$name" "$slurm_why_not"
