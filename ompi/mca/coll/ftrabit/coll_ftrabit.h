@@ -13,6 +13,7 @@
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 
 #include "ompi/mca/coll/ftrabit/coll_ftrabit_schedule.h"
@@ -90,6 +91,28 @@ OBJ_CLASS_DECLARATION(mca_coll_ftrabit_module_t);
 #define FTRABIT_SCRATCH_KEEP_MAX ((size_t) 16 << 20)
 void *ftrabit_scratch_get(mca_coll_ftrabit_module_t *module, size_t bytes);
 void ftrabit_scratch_put(mca_coll_ftrabit_module_t *module, void *mem);
+
+/* A collective's data as the packed bytes of its type signature, which every rank agrees
+ * on whatever datatype and count it passed (coll_ftrabit_packed.c): where an algorithm cuts
+ * a message, it cuts these bytes. In place when the data is contiguous in memory; else
+ * staged through scratch, packed by a sender and unpacked by a receiver as it goes. */
+typedef struct {
+    char *bytes;    /* the packed bytes: the user's data in place, or the staging buffer */
+    size_t len;
+    size_t converted; /* staged: bytes packed (sender) or unpacked (receiver) so far */
+    bool staged;
+    opal_convertor_t convertor; /* staged only */
+} ftrabit_packed_t;
+
+/* `count` elements of dtype at buf, to send (`sender`) or to receive. */
+int ftrabit_packed_open(ftrabit_packed_t *p, char *buf, size_t count,
+                        struct ompi_datatype_t *dtype, bool sender,
+                        mca_coll_ftrabit_module_t *module);
+/* A sender: bytes [0, upto) are in p->bytes. */
+int ftrabit_packed_ready(ftrabit_packed_t *p, size_t upto);
+/* A receiver: bytes [0, upto) arrived in p->bytes; they are put in the user's buffer. */
+int ftrabit_packed_arrived(ftrabit_packed_t *p, size_t upto);
+void ftrabit_packed_close(ftrabit_packed_t *p, mca_coll_ftrabit_module_t *module);
 
 /* An algorithm choice of a collective's call (`call`: what the choice reads of it) for
  * ranks placed as `where`. A pure function of its arguments and the component's

@@ -1,0 +1,41 @@
+# Sourced by test/run-tests.sh (see there for the helpers: unit, mpi, check, ft_run, ...).
+# coll/ftrabit against what MPI allows and what a recovery must not leak or cut short
+# (issue 45): datatypes that differ between ranks, requests abandoned after an error, a
+# recovery that takes long but progresses, memory across many recoveries.
+
+echo "== coll/ftrabit: legal programs (timeout ${timeout_s}s each)"
+# test/mpi/coll_legal: broadcasts whose ranks describe one type signature with different
+# datatypes and counts, allreduces with padded and derived datatypes, every byte checked.
+# With coll/tuned, then with every algorithm of ftrabit (forced, segments cut inside
+# elements); each must pass and receive the same bytes (digest) as coll/tuned on as many
+# ranks (the data depends on the number of ranks).
+for np in 4 5; do mpi legal/tuned "$np" pass test/mpi/coll_legal --with-ft ulfm --mca coll ^ftrabit; done
+legal_algorithms=(
+    "pipeline-997-rsag 5 --mca coll_ftrabit_bcast_algorithm pipeline
+        --mca coll_ftrabit_bcast_segment_bytes 997
+        --mca coll_ftrabit_allreduce_algorithm reduce_scatter_allgather"
+    "pipeline-recursive-doubling 4 --mca coll_ftrabit_bcast_algorithm pipeline
+        --mca coll_ftrabit_allreduce_algorithm recursive_doubling"
+    "binomial-rsag 4 --mca coll_ftrabit_bcast_algorithm binomial
+        --mca coll_ftrabit_allreduce_algorithm reduce_scatter_allgather"
+    "knomial 5 --mca coll_ftrabit_bcast_algorithm knomial"
+    "linear 4 --mca coll_ftrabit_bcast_algorithm linear"
+)
+for spec in "${legal_algorithms[@]}"; do
+    read -r -a words <<<"$spec"
+    mpi "legal/${words[0]}" "${words[1]}" pass test/mpi/coll_legal --with-ft ulfm \
+        "${words[@]:2}" -- --ftrabit
+done
+legal_digest() { sed -n 's/^coll_legal digest //p' "$1" | head -n 1; }
+legal_same_bytes_as_tuned() {
+    local want spec words got rc=0
+    for spec in "${legal_algorithms[@]}"; do
+        read -r -a words <<<"$spec"
+        want=$(legal_digest "$logs/legal_tuned-np${words[1]}.log")
+        got=$(legal_digest "$logs/legal_${words[0]}-np${words[1]}.log")
+        echo "${words[0]} on ${words[1]} ranks: ${got:-no digest}, coll/tuned: ${want:-no digest}"
+        [ -n "$want" ] && [ "$got" = "$want" ] || rc=1
+    done
+    return $rc
+}
+check mpi/legal/same-bytes-as-tuned legal_same_bytes_as_tuned
