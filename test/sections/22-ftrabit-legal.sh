@@ -39,3 +39,10 @@ legal_same_bytes_as_tuned() {
     return $rc
 }
 check mpi/legal/same-bytes-as-tuned legal_same_bytes_as_tuned
+
+echo "== coll/ftrabit: requests after an error (timeout ${timeout_s}s each)"
+# An allreduce whose send fails (MPIX_ERR_REVOKED) while its receive has matched the live
+# partner's message must not return before that message is in: its buffer is checked
+# after the return (test/mpi/ft_abandoned_receive.c says why pml/dr2 shows it).
+mpi ft/abandoned-receive-no-late-data 4 pass test/mpi/ft_abandoned_receive --with-ft ulfm \
+    --mca pml dr2 --mca coll_ftrabit_allreduce_algorithm recursive_doubling

@@ -42,20 +42,24 @@ int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
     return MPI_ERR_TRUNCATE;
 }
 
-/* Finish with a request that is not needed any more after an error. Requests that failed
- * because of a process failure or a revoke may still be written into by the PML, so they
- * are cancelled and waited for; others are freed. */
+/* Finish with a request that is not needed any more after an error: cancelled, then
+ * waited for, never just freed. A receive that already matched its message cannot be
+ * cancelled while its sender lives, and the PML goes on placing the message's data in
+ * the buffer: freed, it would still write there after the collective returned (into the
+ * caller's buffer, scratch memory freed by then, or a result libftrabit keeps). Seen under
+ * pml/dr2 when the send of the same step failed with MPI_ERR_REVOKED: 50-65 MB of a
+ * 64 MiB message arrived after MPI_Allreduce returned (test/mpi/ft_abandoned_receive).
+ * The wait ends when the data is in, the sender is found dead, or the PML completes the
+ * request in error; a request that ended in error is freed here too, since
+ * ompi_request_wait leaves it allocated (it holds its communicator). */
 static void ftrabit_request_abandon(ompi_request_t **req)
 {
     if (MPI_REQUEST_NULL == *req) {
         return;
     }
-    int err = (*req)->req_status.MPI_ERROR;
-    if (MPI_ERR_PROC_FAILED == err || MPI_ERR_PROC_FAILED_PENDING == err
-        || MPI_ERR_REVOKED == err) {
-        ompi_request_cancel(*req);
-        ompi_request_wait(req, MPI_STATUS_IGNORE);
-    } else {
+    ompi_request_cancel(*req);
+    ompi_request_wait(req, MPI_STATUS_IGNORE);
+    if (MPI_REQUEST_NULL != *req) {
         ompi_request_free(req);
     }
 }
