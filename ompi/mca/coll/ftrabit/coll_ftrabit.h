@@ -181,6 +181,12 @@ int ftrabit_send(const void *buf, size_t count, struct ompi_datatype_t *dtype, i
                  struct ompi_communicator_t *comm);
 int ftrabit_recv(void *buf, size_t count, struct ompi_datatype_t *dtype, int source, int tag,
                  struct ompi_communicator_t *comm);
+/* After an error: a request no longer needed is cancelled, waited for (a matched receive
+ * until its data is in) and freed, whether it ended in error or is still pending: Open MPI
+ * frees neither, and each holds its communicator (and so this module and its scratch). */
+void ftrabit_request_abandon(ompi_request_t **req);
+/* ompi_request_wait_all, and on an error every request left is abandoned as above. */
+int ftrabit_wait_all(size_t n, ompi_request_t **reqs);
 int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
                            struct ompi_datatype_t *dtype, struct ompi_communicator_t *comm,
                            int tag);

@@ -58,11 +58,11 @@ static int ftrabit_bcast_tree(char *buf, size_t count, ompi_datatype_t *dtype, i
         err = MCA_PML_CALL(isend(buf, count, dtype, ftrabit_real_rank(children[i], root, size),
                                  FTRABIT_TAG, MCA_PML_BASE_SEND_STANDARD, comm, &reqs[i]));
         if (MPI_SUCCESS != err) {
-            ompi_request_wait_all(i, reqs, MPI_STATUSES_IGNORE);
+            ftrabit_wait_all(i, reqs);
             return err;
         }
     }
-    return ompi_request_wait_all(nchildren, reqs, MPI_STATUSES_IGNORE);
+    return ftrabit_wait_all(nchildren, reqs);
 }
 
 static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype, int root,
@@ -86,7 +86,7 @@ static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype,
             nreqs += MPI_SUCCESS == err ? 1 : 0;
         }
     }
-    int wait_err = ompi_request_wait_all(nreqs, reqs, MPI_STATUSES_IGNORE);
+    int wait_err = ftrabit_wait_all(nreqs, reqs);
     if (reqs != few) {
         free(reqs);
     }
@@ -167,15 +167,10 @@ static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtyp
                                      &recv_reqs[i % 2]));
         }
     }
-    int send_err = ompi_request_wait_all(nsent, send_reqs, MPI_STATUSES_IGNORE);
-    if (MPI_SUCCESS != err) {
-        /* Outstanding receives after an error: cancel them so nothing writes later. */
-        for (int i = 0; i < 2; i++) {
-            if (MPI_REQUEST_NULL != recv_reqs[i]) {
-                ompi_request_cancel(recv_reqs[i]);
-                ompi_request_wait(&recv_reqs[i], MPI_STATUS_IGNORE);
-            }
-        }
+    int send_err = ftrabit_wait_all(nsent, send_reqs);
+    /* Outstanding receives after an error: nothing may write into the buffer later. */
+    for (int i = 0; i < 2; i++) {
+        ftrabit_request_abandon(&recv_reqs[i]);
     }
     free(send_reqs);
     ftrabit_packed_close(&data, module);

@@ -52,7 +52,7 @@ int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
  * The wait ends when the data is in, the sender is found dead, or the PML completes the
  * request in error; a request that ended in error is freed here too, since
  * ompi_request_wait leaves it allocated (it holds its communicator). */
-static void ftrabit_request_abandon(ompi_request_t **req)
+void ftrabit_request_abandon(ompi_request_t **req)
 {
     if (MPI_REQUEST_NULL == *req) {
         return;
@@ -62,6 +62,19 @@ static void ftrabit_request_abandon(ompi_request_t **req)
     if (MPI_REQUEST_NULL != *req) {
         ompi_request_free(req);
     }
+}
+
+int ftrabit_wait_all(size_t n, ompi_request_t **reqs)
+{
+    int err = ompi_request_wait_all(n, reqs, MPI_STATUSES_IGNORE);
+
+    if (MPI_SUCCESS != err) {
+        /* the failed ones and those left pending (MPI_ERR_PENDING) */
+        for (size_t i = 0; i < n; i++) {
+            ftrabit_request_abandon(&reqs[i]);
+        }
+    }
+    return err;
 }
 
 static int ftrabit_copy(const ftrabit_copy_t *copy, struct ompi_datatype_t *dtype)
@@ -82,6 +95,7 @@ static int ftrabit_recv_complete(ompi_request_t **req, size_t count,
     int err = ompi_request_wait(req, &status);
 
     if (MPI_SUCCESS != err) {
+        ftrabit_request_abandon(req); /* a pending one (PROC_FAILED_PENDING) too */
         return MPI_ERR_PROC_FAILED_PENDING == err ? MPI_ERR_PROC_FAILED : err;
     }
     return ftrabit_check_received(&status, count, dtype, comm, tag);
@@ -105,7 +119,11 @@ static int ftrabit_send_overlapped(const void *buf, size_t count, struct ompi_da
     }
     int copy_err = ftrabit_copy(overlap, dtype);
     err = ompi_request_wait(&req, MPI_STATUS_IGNORE);
-    return MPI_SUCCESS != err ? err : copy_err;
+    if (MPI_SUCCESS != err) {
+        ftrabit_request_abandon(&req);
+        return err;
+    }
+    return copy_err;
 }
 
 int ftrabit_sendrecv(const void *sbuf, size_t scount, int dest, void *rbuf, size_t rcount,

@@ -68,7 +68,7 @@ static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t 
         got[ngot].owner = from; /* ranks equal original ranks under respawn */
         ngot++;
     }
-    int send_err = MPI_Waitall(nsent, reqs, MPI_STATUSES_IGNORE);
+    int send_err = ftrabit_wait_sends(nsent, reqs);
     free(reqs);
     if (MPI_SUCCESS == err) {
         err = send_err;

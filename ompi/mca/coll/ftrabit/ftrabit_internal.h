@@ -198,6 +198,11 @@ int ftrabit_isend_bytes(const void *buf, size_t len, int to, int tag, MPI_Comm c
                         MPI_Request *req);
 int ftrabit_send_bytes(const void *buf, size_t len, int to, int tag, MPI_Comm comm);
 int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, size_t *len);
+/* Waits for `n` sends. On an error (a process failure first, if any) every request left is
+ * let go: MPI_Waitall leaves a request that ended in error allocated and, under ULFM, others
+ * pending, and each holds its communicator. A send let go may still read its buffer: the
+ * caller keeps it allocated. */
+int ftrabit_wait_sends(int n, MPI_Request *reqs);
 
 /* Replicas of ring predecessors' local checkpoints (ftrabit_checkpoint.c). */
 void ftrabit_replicas_free(ftrabit_replica_t *replicas, int n);

@@ -84,7 +84,52 @@ int ftrabit_send_bytes(const void *buf, size_t len, int to, int tag, MPI_Comm co
     MPI_Request req;
     int err = ftrabit_isend_bytes(buf, len, to, tag, comm, &req);
 
-    return MPI_SUCCESS == err ? MPI_Wait(&req, MPI_STATUS_IGNORE) : err;
+    return MPI_SUCCESS == err ? ftrabit_wait_sends(1, &req) : err;
+}
+
+/* MPI_Waitall that says why it failed. When one request fails, MPI_Waitall returns
+ * MPI_ERR_IN_STATUS (even with MPI_STATUSES_IGNORE), which would hide a process failure
+ * that a rebuild can handle behind an error that ends the recovery: the per-request
+ * errors are looked at instead, a process failure first. */
+static int ftrabit_waitall_error(int n, MPI_Request *reqs, MPI_Status *statuses)
+{
+    int err = MPI_Waitall(n, reqs, statuses), first_other = MPI_SUCCESS;
+
+    if (MPI_ERR_IN_STATUS != err) {
+        return err;
+    }
+    err = MPI_SUCCESS;
+    for (int i = 0; i < n && !ftrabit_is_process_failure(err); i++) {
+        int e = statuses[i].MPI_ERROR;
+        if (ftrabit_is_process_failure(e)) {
+            err = e;
+        } else if (MPI_SUCCESS != e && MPI_ERR_PENDING != e && MPI_SUCCESS == first_other) {
+            first_other = e;
+        }
+    }
+    if (MPI_SUCCESS == err) {
+        /* Requests left pending by another's failure: the peer is alive, nothing was
+         * wrong with them; the failure that stopped them counts. */
+        err = MPI_SUCCESS != first_other ? first_other : MPI_ERR_PROC_FAILED;
+    }
+    return err;
+}
+
+int ftrabit_wait_sends(int n, MPI_Request *reqs)
+{
+    MPI_Status *statuses = malloc(sizeof(MPI_Status) * (size_t) (n > 0 ? n : 1));
+    int err = NULL == statuses ? MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE)
+                               : ftrabit_waitall_error(n, reqs, statuses);
+
+    free(statuses);
+    if (MPI_SUCCESS != err) {
+        for (int i = 0; i < n; i++) {
+            if (MPI_REQUEST_NULL != reqs[i]) {
+                MPI_Request_free(&reqs[i]);
+            }
+        }
+    }
+    return err;
 }
 
 int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, size_t *len)

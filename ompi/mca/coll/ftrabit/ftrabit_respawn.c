@@ -243,7 +243,10 @@ static int ftrabit_wait_answers(MPI_Request *req, int n, int all_posted, int *re
             *records_in_use = 1;
         } else {
             MPI_Cancel(&req[i]);
-            MPI_Wait(&req[i], MPI_STATUS_IGNORE);
+            if (MPI_SUCCESS != MPI_Wait(&req[i], MPI_STATUS_IGNORE)
+                && MPI_REQUEST_NULL != req[i]) {
+                MPI_Request_free(&req[i]); /* MPI_Wait leaves it allocated after an error */
+            }
         }
     }
     return err;
