@@ -51,3 +51,45 @@ mpi ft/abandoned-receive-no-late-data 4 pass test/mpi/ft_abandoned_receive --wit
 # scratch go; resident memory may not grow by 8 MiB from round 10 to round 50 (it grew by
 # 35 MiB before, on the rank whose requests failed).
 mpi ft/recovery-memory-bounded 4 pass test/mpi/ft_recovery_memory --with-ft ulfm
+
+echo "== coll/ftrabit: a recovery over a slow network (timeout ${ft_timeout_s}s)"
+# A recovery that sends a 48 MiB checkpoint over 100 Mbit/s, for longer than its
+# coll_ftrabit_recovery_timeout of 2 s, progressing all the while, must finish: the
+# timeout bounds a lack of progress, not a transfer (it ended such recoveries before, with
+# a message blaming the replacements). The network: the loopback of a network namespace
+# of its own, limited by tc's token bucket filter; btl/tcp over it, one spare.
+slow_ns=ompires-slow-$$
+slow_net_why_not() {
+    [ "$(id -u)" = 0 ] || { echo "needs root (a network namespace and tc)"; return; }
+    command -v ip >/dev/null && command -v tc >/dev/null || { echo "needs ip and tc (iproute2)"; return; }
+    ip netns add "$slow_ns" 2>/dev/null || { echo "cannot create a network namespace"; return; }
+    ip -n "$slow_ns" link set lo mtu 1500 up \
+        && tc -n "$slow_ns" qdisc add dev lo root tbf rate 100mbit burst 32kb latency 100ms \
+        || echo "tc cannot limit a namespace's loopback (no sch_tbf?)"
+}
+slow_net_down() {
+    local pid
+    for pid in $(ip netns pids "$slow_ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+    ip netns del "$slow_ns" 2>/dev/null
+    return 0
+}
+slow_recovery_progresses() {
+    local log=$logs/ft-slow-recovery.log rc timed_out secs
+    run_timed "$ft_timeout_s" "$log" ip netns exec "$slow_ns" "${mpirun[@]}" --with-ft ulfm \
+        --mca btl tcp,self --mca btl_tcp_if_include lo --mca coll_ftrabit_spares 1 \
+        --mca coll_ftrabit_recovery_timeout 2 -np 4 "$build/test/mpi/ft_large_state" \
+        --global-bytes 50331648 --kill 1:3
+    secs=$(sed -n 's/^ftrabit: recovered from a process failure in \([0-9.]*\) s.*/\1/p' "$log" | head -n 1)
+    echo "exit $rc, recovery took ${secs:-no} s (coll_ftrabit_recovery_timeout 2 s)"
+    [ $timed_out = 0 ] && [ $rc = 0 ] && grep -q "^mpitest ft_large_state: np 3: PASS" "$log" \
+        && awk -v s="${secs:-0}" 'BEGIN { exit !(s > 2) }'
+}
+if selected ft/recovery-progresses-over-slow-network; then
+    why=$(slow_net_why_not)
+    if [ -n "$why" ]; then
+        skip ft/recovery-progresses-over-slow-network "$why"
+    else
+        check ft/recovery-progresses-over-slow-network slow_recovery_progresses
+    fi
+    slow_net_down
+fi

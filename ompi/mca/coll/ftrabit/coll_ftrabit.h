@@ -48,7 +48,7 @@ typedef struct {
     int result_pool_mib;           /* idle result buffers kept for reuse; -1: no bound */
     int spares;                    /* warm spare processes started with the job */
     int test_kill_spare;           /* world rank of a spare that dies while waiting, or -1 */
-    int test_message_limit;        /* bytes above which libftrabit sends a derived type; 0: INT_MAX */
+    int test_message_limit;        /* bytes per part of libftrabit's messages; 0: 4 MiB */
 
     /* Counters exported as MPI_T performance variables. */
     unsigned long allreduce_calls;

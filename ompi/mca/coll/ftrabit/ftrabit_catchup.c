@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 #include <mpi-ext.h>
 
 #include "ftrabit_internal.h"
+#include "ftrabit_rebuild.h"
 
 #define FTRABIT_TAG_BOOTSTRAP 7799
 #define FTRABIT_TAG_RESEED 7798
@@ -178,45 +180,52 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
     return MPI_ERR_INTERN;
 }
 
-static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
-                                   int size, int rank)
+/* The bootstrap table goes to the replacements from the survivor that completed the most
+ * collectives: one still inside a bootstrap call when the failure struck lacks that call's
+ * entry, which another has. -1: no survivor. */
+static int ftrabit_bootstrap_source(const ftrabit_rank_state_t *all, int size)
 {
-    /* From the survivor that completed the most collectives: one still inside a bootstrap
-     * call when the failure struck lacks that call's entry, which another has. */
-    int source = -1, err = MPI_SUCCESS;
+    int source = -1;
     for (int r = 0; r < size; r++) {
         if (!all[r].replacement && (source < 0 || all[r].completed_seq > all[source].completed_seq)) {
             source = r;
         }
     }
-    if (source < 0) {
-        return MPI_SUCCESS;
+    return source;
+}
+
+/* The source's sends of the table to every replacement, posted with the transfers so that
+ * it waits for nobody; *packed is freed by the caller (ftrabit_free_sent). */
+static int ftrabit_post_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all, int size,
+                                  ftrabit_sends_t *sends, void **packed)
+{
+    size_t len = ftrabit_bootstrap_pack(&st->bootstrap, NULL, 0);
+    int err = MPI_SUCCESS;
+
+    *packed = malloc(len ? len : 1);
+    if (NULL == *packed) {
+        return MPI_ERR_NO_MEM;
     }
-    if (rank == source) {
-        size_t len = ftrabit_bootstrap_pack(&st->bootstrap, NULL, 0);
-        void *buf = malloc(len ? len : 1);
-        if (NULL == buf) {
-            return MPI_ERR_NO_MEM;
+    ftrabit_bootstrap_pack(&st->bootstrap, *packed, len);
+    for (int r = 0; r < size && MPI_SUCCESS == err; r++) {
+        if (all[r].replacement) {
+            err = ftrabit_sends_post(sends, *packed, len, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
         }
-        ftrabit_bootstrap_pack(&st->bootstrap, buf, len);
-        for (int r = 0; r < size && MPI_SUCCESS == err; r++) {
-            if (all[r].replacement) {
-                err = ftrabit_send_bytes(buf, len, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
-            }
-        }
-        if (MPI_SUCCESS == err) {
-            free(buf); /* else a failed send may still read it (ftrabit_free_sent) */
-        }
-    } else if (all[rank].replacement) {
-        void *buf;
-        size_t count;
-        err = ftrabit_recv_blob(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &buf, &count);
-        if (MPI_SUCCESS == err
-            && FTRABIT_BOOTSTRAP_OK != ftrabit_bootstrap_unpack(&st->bootstrap, buf, count)) {
-            err = MPI_ERR_INTERN;
-        }
-        free(buf);
     }
+    return err;
+}
+
+static int ftrabit_receive_bootstrap(ftrabit_state_t *st, int source)
+{
+    void *buf;
+    size_t count;
+    int err = ftrabit_recv_blob(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &buf, &count);
+
+    if (MPI_SUCCESS == err
+        && FTRABIT_BOOTSTRAP_OK != ftrabit_bootstrap_unpack(&st->bootstrap, buf, count)) {
+        err = MPI_ERR_INTERN;
+    }
+    free(buf);
     return err;
 }
 
@@ -230,17 +239,17 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
 {
     int k = ftrabit_settings.local_replicas < size - 1 ? ftrabit_settings.local_replicas
                                                         : size - 1;
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (k > 0 ? k : 1));
-    int nreqs = 0, err = MPI_SUCCESS;
+    ftrabit_sends_t sends;
+    int err = ftrabit_sends_open(&sends, k);
 
-    if (NULL == reqs) {
-        return MPI_ERR_NO_MEM;
+    if (MPI_SUCCESS != err) {
+        return err;
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
         int to = (rank + i) % size;
         if (all[to].replacement) {
-            err = ftrabit_isend_bytes(st->local, st->local_size, to, FTRABIT_TAG_RESEED,
-                                      st->comm, &reqs[nreqs++]);
+            err = ftrabit_sends_post(&sends, st->local, st->local_size, to, FTRABIT_TAG_RESEED,
+                                     st->comm);
         }
     }
     if (all[rank].replacement && MPI_SUCCESS == err) {
@@ -263,15 +272,14 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
             ftrabit_replicas_free(replicas, n);
         }
     }
-    int send_err = ftrabit_wait_sends(nreqs, reqs);
-    free(reqs);
+    int send_err = ftrabit_sends_wait(&sends);
     return MPI_SUCCESS == err ? send_err : err;
 }
 
 /* The packed results of this rank's transfers, once they are sent. A send that did not
  * succeed may still be reading its buffer: on a revoked communicator MPI_Wait reports an
  * unfinished request as failed at once (MPI_ERR_REVOKED), while the PML goes on sending
- * what it started (btl/tcp's queued fragments come from the buffer; ftrabit_wait_sends
+ * what it started (btl/tcp's queued fragments come from the buffer; ftrabit_sends_wait
  * lets such requests go). Freed then, the
  * memory would reach a peer as a result, with no error, once reused: seen in the kill
  * campaign (seed 5, scenario 121) as two copies of one result that differed. Such buffers
@@ -309,6 +317,31 @@ static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st,
         fflush(stderr);
         raise(SIGKILL);
     }
+}
+
+/* The end of this rank's transfers: it waits for the other ranks' (an MPI_Ibarrier),
+ * polled. That wait is not a lack of progress (coll_ftrabit_recovery_timeout): the ranks
+ * still transferring count their own progress, part by part, and one that stalls ends
+ * itself, which ends this wait with its failure. Once everybody is here, the catch-up's
+ * agreement is bounded again. */
+static int ftrabit_wait_for_transfers(MPI_Comm comm)
+{
+    MPI_Request req;
+    int done = 0, err = MPI_Ibarrier(comm, &req);
+
+    ftrabit_recovery_doing("waiting for the other ranks' catch-up transfers");
+    while (MPI_SUCCESS == err && !done) {
+        struct timespec pause = {0, 1000000};
+        err = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        ftrabit_recovery_progress();
+        if (MPI_SUCCESS == err && !done) {
+            nanosleep(&pause, NULL);
+        }
+    }
+    if (MPI_SUCCESS != err && MPI_REQUEST_NULL != req) {
+        MPI_Request_free(&req); /* MPI_Test leaves a request that ended in error allocated */
+    }
+    return err;
 }
 
 static const char *ftrabit_plan_error(int rc)
@@ -370,6 +403,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         goto out;
     }
     ftrabit_fill_record(st, &mine);
+    ftrabit_recovery_doing("exchanging the ranks' states (catch-up)");
     err = MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, st->comm);
     if (MPI_SUCCESS != err) {
         goto out;
@@ -399,9 +433,20 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
     }
 
     /* Post every send first. */
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (plan.nxfers + 1));
+    ftrabit_sends_t sends;
     void **owned = calloc((size_t) plan.nxfers + 1, sizeof(void *));
-    int nreqs = 0;
+    if (NULL == owned) {
+        err = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    ftrabit_recovery_doing("exchanging checkpoints and cached results (catch-up)");
+    err = ftrabit_sends_open(&sends, plan.nxfers + size);
+    if (MPI_SUCCESS != err) {
+        free(owned);
+        goto out;
+    }
+    /* Replacements also get the bootstrap table, from `source`. */
+    int source = ftrabit_bootstrap_source(all, size);
     for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
         const ftrabit_transfer_t *x = &plan.xfers[i];
         void *buf;
@@ -414,14 +459,20 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
             if (FTRABIT_XFER_RESULTS == x->kind) {
                 owned[i] = buf;
             }
-            err = ftrabit_isend_bytes(buf, len, x->to, FTRABIT_TAG_XFER_BASE + i, st->comm,
-                                      &reqs[nreqs++]);
+            err = ftrabit_sends_post(&sends, buf, len, x->to, FTRABIT_TAG_XFER_BASE + i,
+                                     st->comm);
         }
+    }
+    if (rank == source && MPI_SUCCESS == err) {
+        err = ftrabit_post_bootstrap(st, all, size, &sends, &owned[plan.nxfers]);
     }
     for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
         if (plan.xfers[i].to == rank) {
             err = ftrabit_xfer_receive(st, &plan.xfers[i], FTRABIT_TAG_XFER_BASE + i);
         }
+    }
+    if (all[rank].replacement && source >= 0 && MPI_SUCCESS == err) {
+        err = ftrabit_receive_bootstrap(st, source);
     }
     /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
      * waits for its receiver: without a revoke, two such ranks wait on each other's sends
@@ -429,30 +480,28 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
     if (MPI_SUCCESS != err) {
         MPIX_Comm_revoke(st->comm);
     }
-    int send_err = ftrabit_wait_sends(nreqs, reqs);
+    int send_err = ftrabit_sends_wait(&sends);
     if (MPI_SUCCESS != send_err && MPI_SUCCESS == err) {
         MPIX_Comm_revoke(st->comm);
     }
     if (MPI_SUCCESS == err) {
         err = send_err;
     }
-    ftrabit_free_sent(owned, plan.nxfers, MPI_SUCCESS == send_err);
+    ftrabit_free_sent(owned, plan.nxfers + 1, MPI_SUCCESS == send_err);
     free(owned);
-    free(reqs);
-    if (MPI_SUCCESS != err) {
-        goto out;
+    /* The reseed's senders may be replacements that received their own local state just
+     * now: everybody's transfers end first. */
+    if (MPI_SUCCESS == err) {
+        err = ftrabit_wait_for_transfers(st->comm);
     }
-
-    /* Replacements also get the bootstrap table (ftrabit_share_bootstrap says from whom). */
-    err = ftrabit_share_bootstrap(st, all, size, rank);
-    if (MPI_SUCCESS != err) {
-        goto out;
-    }
-    if (FTRABIT_RECOVER_RESPAWN == ftrabit_settings.policy) {
+    if (MPI_SUCCESS == err && FTRABIT_RECOVER_RESPAWN == ftrabit_settings.policy) {
         err = ftrabit_reseed_replicas(st, all, size, rank);
-        if (MPI_SUCCESS != err) {
-            goto out;
+        if (MPI_SUCCESS == err) {
+            err = ftrabit_wait_for_transfers(st->comm);
         }
+    }
+    if (MPI_SUCCESS != err) {
+        goto out;
     }
 
     /* Everybody is at the target now. */
