@@ -280,10 +280,10 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
  * succeed may still be reading its buffer: on a revoked communicator MPI_Wait reports an
  * unfinished request as failed at once (MPI_ERR_REVOKED), while the PML goes on sending
  * what it started (btl/tcp's queued fragments come from the buffer; ftrabit_sends_wait
- * lets such requests go). Freed then, the
- * memory would reach a peer as a result, with no error, once reused: seen in the kill
- * campaign (seed 5, scenario 121) as two copies of one result that differed. Such buffers
- * are left allocated: a failed catch-up is rare, and its results are few. */
+ * lets such requests go). Freed then, the memory would reach a peer as a result, with no
+ * error, once reused: seen in the kill campaign (seed 5, scenario 121) as two copies of
+ * one result that differed. Such buffers are left allocated: a failed catch-up is rare,
+ * and its results are few. */
 static void ftrabit_free_sent(void **owned, int n, int all_sent)
 {
     size_t kept = 0;
@@ -385,6 +385,64 @@ static int ftrabit_plan_with_room(const ftrabit_rank_state_t *all, int size, int
     return rc;
 }
 
+/* The plan's transfers to and from this rank, and the bootstrap table for the
+ * replacements. Every send is posted first, so the order of the plan cannot deadlock. */
+static int ftrabit_transfers(ftrabit_state_t *st, const ftrabit_plan_t *plan,
+                             const ftrabit_rank_state_t *all, const int *orig, int size, int rank)
+{
+    ftrabit_sends_t sends;
+    /* results packed for this rank's transfers and the bootstrap table: freed once sent */
+    void **owned = calloc((size_t) plan->nxfers + 1, sizeof(void *));
+    int source = ftrabit_bootstrap_source(all, size);
+    int err = NULL == owned ? MPI_ERR_NO_MEM : ftrabit_sends_open(&sends, plan->nxfers + size);
+
+    if (MPI_SUCCESS != err) {
+        free(owned);
+        return err;
+    }
+    ftrabit_recovery_doing("exchanging checkpoints and cached results (catch-up)");
+    for (int i = 0; i < plan->nxfers && MPI_SUCCESS == err; i++) {
+        const ftrabit_transfer_t *x = &plan->xfers[i];
+        void *buf;
+        size_t len;
+        if (x->from != rank) {
+            continue;
+        }
+        err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
+        if (MPI_SUCCESS == err) {
+            if (FTRABIT_XFER_RESULTS == x->kind) {
+                owned[i] = buf;
+            }
+            err = ftrabit_sends_post(&sends, buf, len, x->to, FTRABIT_TAG_XFER_BASE + i,
+                                     st->comm);
+        }
+    }
+    if (rank == source && MPI_SUCCESS == err) {
+        err = ftrabit_post_bootstrap(st, all, size, &sends, &owned[plan->nxfers]);
+    }
+    for (int i = 0; i < plan->nxfers && MPI_SUCCESS == err; i++) {
+        if (plan->xfers[i].to == rank) {
+            err = ftrabit_xfer_receive(st, &plan->xfers[i], FTRABIT_TAG_XFER_BASE + i);
+        }
+    }
+    if (all[rank].replacement && source >= 0 && MPI_SUCCESS == err) {
+        err = ftrabit_receive_bootstrap(st, source);
+    }
+    /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
+     * waits for its receiver: without a revoke, two such ranks wait on each other's sends
+     * for ever. The revoke ends the wait for them, in error. */
+    if (MPI_SUCCESS != err) {
+        MPIX_Comm_revoke(st->comm);
+    }
+    int send_err = ftrabit_sends_wait(&sends);
+    if (MPI_SUCCESS != send_err && MPI_SUCCESS == err) {
+        MPIX_Comm_revoke(st->comm);
+    }
+    ftrabit_free_sent(owned, plan->nxfers + 1, MPI_SUCCESS == send_err);
+    free(owned);
+    return MPI_SUCCESS == err ? send_err : err;
+}
+
 int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
 {
     int size, rank, err;
@@ -432,63 +490,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         first[r] = all[r].first_rank;
     }
 
-    /* Post every send first. */
-    ftrabit_sends_t sends;
-    void **owned = calloc((size_t) plan.nxfers + 1, sizeof(void *));
-    if (NULL == owned) {
-        err = MPI_ERR_NO_MEM;
-        goto out;
-    }
-    ftrabit_recovery_doing("exchanging checkpoints and cached results (catch-up)");
-    err = ftrabit_sends_open(&sends, plan.nxfers + size);
-    if (MPI_SUCCESS != err) {
-        free(owned);
-        goto out;
-    }
-    /* Replacements also get the bootstrap table, from `source`. */
-    int source = ftrabit_bootstrap_source(all, size);
-    for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
-        const ftrabit_transfer_t *x = &plan.xfers[i];
-        void *buf;
-        size_t len;
-        if (x->from != rank) {
-            continue;
-        }
-        err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
-        if (MPI_SUCCESS == err) {
-            if (FTRABIT_XFER_RESULTS == x->kind) {
-                owned[i] = buf;
-            }
-            err = ftrabit_sends_post(&sends, buf, len, x->to, FTRABIT_TAG_XFER_BASE + i,
-                                     st->comm);
-        }
-    }
-    if (rank == source && MPI_SUCCESS == err) {
-        err = ftrabit_post_bootstrap(st, all, size, &sends, &owned[plan.nxfers]);
-    }
-    for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
-        if (plan.xfers[i].to == rank) {
-            err = ftrabit_xfer_receive(st, &plan.xfers[i], FTRABIT_TAG_XFER_BASE + i);
-        }
-    }
-    if (all[rank].replacement && source >= 0 && MPI_SUCCESS == err) {
-        err = ftrabit_receive_bootstrap(st, source);
-    }
-    /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
-     * waits for its receiver: without a revoke, two such ranks wait on each other's sends
-     * for ever. The revoke ends the wait for them, in error. */
-    if (MPI_SUCCESS != err) {
-        MPIX_Comm_revoke(st->comm);
-    }
-    int send_err = ftrabit_sends_wait(&sends);
-    if (MPI_SUCCESS != send_err && MPI_SUCCESS == err) {
-        MPIX_Comm_revoke(st->comm);
-    }
-    if (MPI_SUCCESS == err) {
-        err = send_err;
-    }
-    ftrabit_free_sent(owned, plan.nxfers + 1, MPI_SUCCESS == send_err);
-    free(owned);
+    err = ftrabit_transfers(st, &plan, all, orig, size, rank);
     /* The reseed's senders may be replacements that received their own local state just
      * now: everybody's transfers end first. */
     if (MPI_SUCCESS == err) {
