@@ -252,7 +252,7 @@ reference_of() {
 # FTR_Bcast(3)): lost results or checkpoints, replacements that never join, a shrink
 # broadcast whose root died before anybody got its data (every rank gets MPI_ERR_ROOT and
 # one of them prints the message, unless mpirun ended it first: the others exit at once).
-documented_errors="recovery is not possible|recovery did not finish within coll_ftrabit_recovery_timeout|its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT"
+documented_errors="recovery is not possible|recovery made no progress for coll_ftrabit_recovery_timeout|its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT"
 
 # complete LOG EXPECTED: every rank that must end printed its result. Under respawn each
 # rank 0..EXPECTED-1 printed (and said so on EXPECTED ranks); a process may also print and
@@ -411,7 +411,7 @@ write_report() {
              "the failure there was noticed) and, under respawn, a" \
              "replacement or spare ran; a **documented error** when the job ended with an error" \
              "FTR_* documents (\"recovery is not possible\": results or a checkpoint died with all" \
-             "their holders; \"recovery did not finish within coll_ftrabit_recovery_timeout\": a" \
+             "their holders; \"recovery made no progress for coll_ftrabit_recovery_timeout\": a" \
              "replacement never joined; a shrink broadcast whose root, one of the killed ranks," \
              "died before anybody got its data) before every rank printed a result and no process" \
              "crashed (Open MPI's fatal-signal handler printed nothing); **wrong** otherwise;" \

@@ -197,9 +197,11 @@ static int ftrabit_register(void)
 
     c->recovery_timeout = 60;
     register_int("recovery_timeout",
-                 "Respawn policy: seconds the survivors wait for replacements to start and join, "
-                 "and a replacement waits to join, before each of them ends its own process with "
-                 "a message, so the job ends instead of hanging (0: wait forever)",
+                 "Respawn policy: seconds a recovery may go without progress (a step of the "
+                 "rebuild done, a part of a checkpoint or cached result received) before each "
+                 "process ends itself with a message saying what it was waiting for, so the job "
+                 "ends instead of hanging; a recovery that progresses may take longer (0: no "
+                 "limit)",
                  OPAL_INFO_LVL_5, &c->recovery_timeout);
 
     c->join_timeout = 20;
@@ -304,9 +306,9 @@ static int ftrabit_register(void)
 
     c->test_message_limit = 0;
     register_int("test_message_limit",
-                 "For testing checkpoints and recovery of more than 2 GiB: their messages "
-                 "larger than this many bytes go as one element of a derived datatype, as "
-                 "those above INT_MAX bytes (MPI's int count) must (0: INT_MAX)",
+                 "For testing checkpoints and recovery of many parts without gigabytes: "
+                 "libftrabit's messages (checkpoints, results sent to a replacement) go in "
+                 "parts of this many bytes (0: 4 MiB)",
                  OPAL_INFO_LVL_9, &c->test_message_limit);
 
     register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
@@ -329,7 +331,7 @@ static int ftrabit_open(void)
     }
     if (c->recovery_timeout < 0) {
         return refuse_param("coll_ftrabit_recovery_timeout", c->recovery_timeout,
-                            "Use a number of seconds, or 0 to wait forever.");
+                            "Use a number of seconds, or 0 for no limit.");
     }
     if (c->join_timeout < 0) {
         return refuse_param("coll_ftrabit_join_timeout", c->join_timeout,

@@ -41,22 +41,24 @@ void ftrabit_replicas_replace(ftrabit_state_t *st, ftrabit_replica_t *replicas, 
 static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t local_size,
                                  ftrabit_replica_t **received, int *nreceived)
 {
-    int size, rank, err = MPI_SUCCESS;
+    int size, rank;
     MPI_Comm_size(st->comm, &size);
     MPI_Comm_rank(st->comm, &rank);
     int k = ftrabit_settings.local_replicas < size - 1 ? ftrabit_settings.local_replicas : size - 1;
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (k > 0 ? k : 1));
+    ftrabit_sends_t sends;
     ftrabit_replica_t *got = calloc((size_t) (k > 0 ? k : 1), sizeof(*got));
-    int nsent = 0, ngot = 0;
+    int ngot = 0, err = ftrabit_sends_open(&sends, k);
 
-    if (!reqs || !got) {
-        free(reqs);
+    if (MPI_SUCCESS != err || NULL == got) {
+        if (MPI_SUCCESS == err) {
+            (void) ftrabit_sends_wait(&sends);
+        }
         free(got);
         return MPI_ERR_NO_MEM;
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
-        err = ftrabit_isend_bytes(local, local_size, (rank + i) % size, FTRABIT_TAG_RING,
-                                  st->comm, &reqs[nsent++]);
+        err = ftrabit_sends_post(&sends, local, local_size, (rank + i) % size, FTRABIT_TAG_RING,
+                                 st->comm);
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
         int from = (rank - i + size) % size;
@@ -68,8 +70,7 @@ static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t 
         got[ngot].owner = from; /* ranks equal original ranks under respawn */
         ngot++;
     }
-    int send_err = MPI_Waitall(nsent, reqs, MPI_STATUSES_IGNORE);
-    free(reqs);
+    int send_err = ftrabit_sends_wait(&sends);
     if (MPI_SUCCESS == err) {
         err = send_err;
     }
