@@ -41,11 +41,16 @@ durable_reference() {
 }
 
 # durable_restart_ends_right LOG DIR NP VERSIONS [mpirun options...]: the job started again
-# resumes from one of VERSIONS (a regular expression) and ends with the reference results.
+# resumes from one of VERSIONS (a regular expression) and ends with the reference results
+# (of a run on NP ranks, or on NP-S with --mca coll_ftrabit_spares S).
 durable_restart_ends_right() {
-    local log=$1 dir=$2 np=$3 versions=$4 want got rc timed_out
+    local log=$1 dir=$2 np=$3 versions=$4 want got rc timed_out app=$3 o prev=""
     shift 4
-    want=$(durable_reference "$np")
+    for o in "$@"; do # the reference runs on the application's ranks, without spares
+        [ "$prev" = coll_ftrabit_spares ] && app=$((np - o))
+        prev=$o
+    done
+    want=$(durable_reference "$app")
     [ -n "$want" ] || { echo "the reference run failed"; return 1; }
     durable_run "$log" "$dir" "$np" "$@"
     grep -av '^timeline' "$log"
@@ -161,6 +166,29 @@ durable_killed_in_write() {
     rm -rf "$dir"
 }
 check durable/killed-in-write-previous-version-used/np4 durable_killed_in_write
+
+# Recoveries in memory while durable checkpoints are written: ranks are replaced (respawn,
+# then a warm spare), the directories are probed again, and the replacements write their
+# files from the next checkpoint on: the job ends right, and its last version (12) is
+# complete on disk: started again (with the spare, as the command says), it resumes from
+# it and prints the same results.
+durable_recoveries_keep_writing() { # LABEL [mpirun options...]
+    local label=$1 dir marks log rc timed_out want np=4
+    shift
+    [[ "$*" == *coll_ftrabit_spares* ]] && np=5
+    log=$logs/durable-recoveries-$label
+    dir=$(mktemp -d) marks=$(mktemp -d)
+    want=$(durable_reference 4)
+    durable_run "$log.log" "$dir" "$np" "$@" -- --kill 1:7 --kill 2:23 --kill-marks "$marks"
+    rm -rf "$marks"
+    grep -av '^timeline' "$log.log"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && [ "$(durable_results "$log.log")" = "$want" ] \
+        && grep -Eq "replacement starts|spare takes over" "$log.log" || return 1
+    durable_restart_ends_right "$log-restart.log" "$dir" "$np" 12 "$@" && rm -rf "$dir"
+}
+check durable/recoveries-keep-writing/respawn/np4 durable_recoveries_keep_writing respawn
+check durable/recoveries-keep-writing/spares/np5 durable_recoveries_keep_writing spares \
+    --mca coll_ftrabit_spares 1
 
 # Directories of another job are refused with a clear error, and left as they are: another
 # number of ranks, another program, another layout of the state (more clusters: a larger
