@@ -137,7 +137,7 @@ durable_every_copy_lost() {
     cat "$log.log"
     [ "$timed_out" = 0 ] && [ "$rc" != 0 ] || { echo "exit $rc, timed out $timed_out"; return 1; }
     grep -aq "recovery is not possible" "$log.log" \
-        && grep -aq "the job can restart from its durable checkpoints in $dir .*e.g. mpirun --with-ft ulfm -np 4 .*--mca coll_ftrabit_checkpoint_dir $dir .*ftr_kmeans --local-assignments" "$log.log" \
+        && grep -aq "the job can restart from its durable checkpoints in $dir: .*e.g. mpirun --with-ft ulfm -np 4 .*--mca coll_ftrabit_checkpoint_dir $dir .*ftr_kmeans --local-assignments" "$log.log" \
         || return 1
     durable_restart_ends_right "$log-restart.log" "$dir" 4 "[12]" \
         --mca coll_ftrabit_local_replicas 1 && rm -rf "$dir"

@@ -468,6 +468,41 @@ void ftrabit_durable_committed(ftrabit_state_t *st, int agreed)
     ftrabit_durable_submit(st);
 }
 
+/* The job ends ("recovery is not possible"): the pieces of the committed version that a
+ * dead process did not get to write (its file is missing here: a rename is the last step
+ * of a write) are written from the replicas and the global state this rank holds, so that
+ * the version is complete on disk whenever someone holding each piece is alive. Several
+ * ranks may write one piece: each under its own temporary name, the same bytes. */
+static void ftrabit_durable_write_missing(ftrabit_state_t *st)
+{
+    ftrabit_durable_t *d = st->durable;
+    ftrabit_store_write_options_t opt = {.tmp_tag = d->tmp_tag};
+    ftrabit_store_error_t e;
+    ftrabit_store_header_t h;
+    char name[FTRABIT_STORE_NAME_MAX], path[4200];
+    size_t bytes;
+
+    if (!d->probed || st->version < 1 || d->written != (uint32_t) st->version) {
+        return; /* nothing of this version written here: not a survivor of its writes */
+    }
+    for (int i = -1; i < st->nreplicas; i++) {
+        const ftrabit_replica_t *r = i < 0 ? NULL : &st->replicas[i];
+        h = NULL == r ? ftrabit_durable_header(st, FTRABIT_STORE_GLOBAL, 0, st->global_size)
+                      : ftrabit_durable_header(st, FTRABIT_STORE_LOCAL, r->owner, r->size);
+        h.nranks = (uint32_t) d->probed_size;
+        ftrabit_store_name(h.kind, h.version, h.owner, name, sizeof(name));
+        snprintf(path, sizeof(path), "%s/%s", d->dir, name);
+        if (0 == access(path, F_OK)) {
+            continue;
+        }
+        if (0 == ftrabit_store_write(d->dir, &h, NULL == r ? st->global : r->data, &opt, &bytes,
+                                     &e)) {
+            fprintf(stderr, "ftrabit: rank %d: wrote %s, which a process that died did not\n",
+                    my_rank(st), path);
+        }
+    }
+}
+
 void ftrabit_durable_say_restart(ftrabit_state_t *st)
 {
     ftrabit_durable_t *d = st->durable;
@@ -479,10 +514,13 @@ void ftrabit_durable_say_restart(ftrabit_state_t *st)
     }
     d->said_restart = 1;
     ftrabit_durable_collect(d); /* the version being written is worth finishing */
-    if (DURABLE_ON != d->state) {
+    if (DURABLE_OFF == d->state) {
         fprintf(stderr, "ftrabit: no durable checkpoint to restart from in %s: durable "
                         "checkpoints were off (see above)\n", d->dir);
         return;
+    }
+    if (DURABLE_ON == d->state && !d->failed) {
+        ftrabit_durable_write_missing(st);
     }
     int nranks = d->probed ? d->probed_size : st->orig_size;
     len += (size_t) snprintf(command, sizeof(command), "mpirun --with-ft ulfm -np %d",
@@ -499,11 +537,15 @@ void ftrabit_durable_say_restart(ftrabit_state_t *st)
     for (char **a = ftrabit_program_argv; NULL != a && NULL != *a && len < sizeof(command); a++) {
         len += (size_t) snprintf(command + len, sizeof(command) - len, " %s", *a);
     }
-    fprintf(stderr, "ftrabit: the job can restart from its durable checkpoints in %s (version "
-                    "%u written here; the newest version complete on every rank is chosen): "
-                    "start it again with the same number of ranks (%d) and the same "
-                    "coll_ftrabit_checkpoint_dir, e.g. %s\n", d->dir, d->written, nranks,
-            command);
+    /* (a replacement has written nothing yet: only the others' versions are named) */
+    char mine[64] = "";
+    if (0 != d->written) {
+        snprintf(mine, sizeof(mine), "; this rank wrote up to version %u", d->written);
+    }
+    fprintf(stderr, "ftrabit: the job can restart from its durable checkpoints in %s: start it "
+                    "again with the same number of ranks (%d) and the same "
+                    "coll_ftrabit_checkpoint_dir, and it resumes from the newest version "
+                    "complete on every rank%s; e.g. %s\n", d->dir, nranks, mine, command);
 }
 
 /* ---- restart ----------------------------------------------------------------------------- */
