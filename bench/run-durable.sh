@@ -64,12 +64,14 @@ args=(--model-mib "$MODEL_MIB" --iterations "$ITERATIONS" --every "$EVERY" --loc
 value() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 
 # one_run NP METHOD ROUND: appends "np method round iter_mean iter_median ckpt_mean init_s
-# wall_s start_version bytes_per_version fingerprint" to the results.
+# wall_s start_version bytes_per_version fingerprint cpu_iter write_s write_cpu_s" to the
+# results (cpu_iter: the largest of the ranks'; write_s, write_cpu_s: the median over the
+# versions of the time and the writer thread's CPU time of rank 0's writes, the largest).
 one_run() {
     local np=$1 method=$2 round=$3 base=$RAW/np$1-$2-r$3 dir=$CKPT_DIR/np$1 opts=() t0 t1 bytes=-
     case $method in
         none) ;;
-        dir) rm -rf "$dir"; opts=(--mca coll_ftrabit_checkpoint_dir "$dir") ;;
+        dir) rm -rf "$dir"; opts=(--mca coll_ftrabit_checkpoint_dir "$dir" --mca coll_ftrabit_verbose 1) ;;
         restart) opts=(--mca coll_ftrabit_checkpoint_dir "$dir") ;;
     esac
     wait_quiet
@@ -82,11 +84,18 @@ one_run() {
             match($NF, /^ftrabit-v[0-9]+-/) { v = substr($NF, 10) + 0; b[v] += $5; if (v > top) top = v }
             END { print top ? b[top] : "-" }')
     fi
-    printf '%s %s %s %s %s %s %s %.3f %s %s %s\n' "$np" "$method" "$round" \
+    local cpu
+    cpu=$(awk '$1 == "cpu_iter_s" && $2 > m { m = $2 } END { print m + 0 }' "$base.out")
+    # rank 0's writes (the global state's writer): "seconds cpu_seconds" per version
+    grep -a "world rank 0\] durable checkpoint version [0-9]* written" "$base.err" \
+        | sed 's/.* in \([0-9.]*\) s, \([0-9.]*\) s of CPU/\1 \2/' >"$base.writes" || true
+    printf '%s %s %s %s %s %s %s %.3f %s %s %s %s %s %s\n' "$np" "$method" "$round" \
         "$(value iter_mean_s "$base.out")" "$(value iter_median_s "$base.out")" \
         "$(value ckpt_mean_s "$base.out")" "$(value init_s "$base.out")" \
         "$(echo "$t1 - $t0" | bc)" "$(value start_version "$base.out")" "$bytes" \
-        "$(value fingerprint "$base.out")" >>"$results"
+        "$(value fingerprint "$base.out")" "$cpu" \
+        "$(cut -d' ' -f1 "$base.writes" | stats | cut -d' ' -f1)" \
+        "$(cut -d' ' -f2 "$base.writes" | stats | cut -d' ' -f1)" >>"$results"
     tail -n 1 "$results" >&2
 }
 
@@ -126,12 +135,16 @@ dat=$OUT/durable.dat
     echo "# ckpt_mean_s init_s wall_s; then the median paired ratio dir/none of iter_mean_s,"
     echo "# its min and max, and the bytes one version writes"
     echo "# np none_iter none_ckpt none_init none_wall dir_iter dir_ckpt dir_init dir_wall restart_init restart_wall ratio ratio_min ratio_max bytes"
+    echo "#    none_cpu dir_cpu cpu_ratio cpu_ratio_min cpu_ratio_max write_s write_cpu_s"
     for np in $NPS; do
         med() { awk -v np="$np" -v m="$1" -v c="$2" '$1 == np && $2 == m && $c != "" { print $c }' "$results" | stats | cut -d' ' -f1; }
         ratios=$(awk -v np="$np" '$1 == np && $2 == "none" { n[$3] = $4 } $1 == np && $2 == "dir" { d[$3] = $4 }
                  END { for (r in n) if (r in d && n[r] > 0) print d[r] / n[r] }' "$results" | stats)
         read -r rmed rmin rmax _ <<<"$ratios"
-        echo "$np $(med none 4) $(med none 6) $(med none 7) $(med none 8) $(med dir 4) $(med dir 6) $(med dir 7) $(med dir 8) $(med restart 7) $(med restart 8) $rmed $rmin $rmax $(med dir 10)"
+        cpu_ratios=$(awk -v np="$np" '$1 == np && $2 == "none" { n[$3] = $12 } $1 == np && $2 == "dir" { d[$3] = $12 }
+                 END { for (r in n) if (r in d && n[r] > 0) print d[r] / n[r] }' "$results" | stats)
+        read -r cmed cmin cmax _ <<<"$cpu_ratios"
+        echo "$np $(med none 4) $(med none 6) $(med none 7) $(med none 8) $(med dir 4) $(med dir 6) $(med dir 7) $(med dir 8) $(med restart 7) $(med restart 8) $rmed $rmin $rmax $(med dir 10) $(med none 12) $(med dir 12) $cmed $cmin $cmax $(med dir 13) $(med dir 14)"
     done
 } >"$dat"
 
@@ -178,6 +191,12 @@ EOF
     awk '!/^#/ { printf "| %d | %.4f s | %.4f s | %.3fx (%.3f-%.3f) | %.4f s | %.4f s | %s |\n", $1, $2, $6, $12, $13, $14, $3, $7, $15 }' "$dat"
     cat <<EOF
 
+| np | CPU per iteration, in memory | with the directory (the writer's included) | ratio (min-max) | rank 0's write of a version | its writer thread's CPU |
+|---:|---:|---:|---|---:|---:|
+EOF
+    awk '!/^#/ { printf "| %d | %.4f s | %.4f s | %.3fx (%.3f-%.3f) | %.3f s | %.3f s |\n", $1, $16, $17, $18, $19, $20, $21, $22 }' "$dat"
+    cat <<EOF
+
 | np | FTR_Init, fresh start | FTR_Init, restart from the directory | job's wall time, fresh (all $ITERATIONS iterations) | restarted job's wall time (nothing left to run) |
 |---:|---:|---:|---:|---:|
 EOF
@@ -187,7 +206,7 @@ EOF
 ![iteration time](durable.png)
 
 Raw runs (np method round iter_mean iter_median ckpt_mean init_s wall_s start_version
-bytes fingerprint):
+bytes fingerprint cpu_iter write_s write_cpu_s):
 
 \`\`\`
 $(cat "$results")

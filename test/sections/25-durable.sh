@@ -91,6 +91,17 @@ durable_files_and_damage() {
 }
 check durable/damaged-files-fall-back/np4 durable_files_and_damage
 
+# durable_wait_for FILE: until FILE exists (a --hold's mark); 1 if it did not within the
+# jobs' timeout.
+durable_wait_for() {
+    local i
+    for ((i = 0; i < ft_timeout_s * 10; i++)); do
+        [ -e "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # job_tree PID: every process under PID.
 job_tree() {
     local p
@@ -102,16 +113,14 @@ job_tree() {
 # point whatever the machine's speed), then started again: it resumes from the directory
 # and ends as a run without failures.
 durable_whole_job_killed() {
-    local dir marks log=$logs/durable-whole-job-killed rc timed_out job pids i
+    local dir marks log=$logs/durable-whole-job-killed rc timed_out job pids held
     dir=$(mktemp -d) marks=$(mktemp -d)
     durable_reference 4 >/dev/null
     start_timed "$ft_timeout_s" "$log.log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
         --mca coll_ftrabit_checkpoint_dir "$dir" -np 4 "$build/examples/ftr_kmeans" \
         "${durable_args[@]}" --hold 0:33 --kill-marks "$marks"
-    for ((i = 0; i < ft_timeout_s * 10; i++)); do
-        [ -e "$marks/held-0" ] && break
-        sleep 0.1
-    done
+    durable_wait_for "$marks/held-0"
+    held=$?
     pids=$(job_tree "$job")
     echo "killing the job: $(echo $pids)"
     # shellcheck disable=SC2086
@@ -119,7 +128,7 @@ durable_whole_job_killed() {
     wait_timed "$log.log"
     rm -rf "$marks"
     cat "$log.log"
-    [ $i -lt $((ft_timeout_s * 10)) ] || { echo "rank 0 never reached iteration 33"; return 1; }
+    [ $held = 0 ] || { echo "rank 0 never reached iteration 33"; return 1; }
     durable_restart_ends_right "$log-restart.log" "$dir" 4 "[67]" && rm -rf "$dir"
 }
 check durable/whole-job-killed-restarts/np4 durable_whole_job_killed

@@ -12,16 +12,13 @@
 # 6 ranks on h0 and h1, the job finds ranks 4's and 5's states in h0's directory (rank 2's,
 # now on h0, in h1's), resumes, and ends as a run without failures.
 durable_host_lost_with_its_directory() {
-    local dir disk0 marks log=$logs/cluster-durable-host-lost rc timed_out job i v
+    local dir disk0 marks log=$logs/cluster-durable-host-lost rc timed_out job v
     dir=$(cluster_node_local_dir) disk0=$(cluster_host_disk h0) marks=$(mktemp -d)
     [ -n "$(durable_reference 6)" ] || { echo "the reference run failed"; return 1; }
     start_timed "$ft_timeout_s" "$log.log" "${launch[@]}" "${mpirun[@]}" --with-ft ulfm \
         --mca coll_ftrabit_checkpoint_dir "$dir" -np 6 "$build/examples/ftr_kmeans" \
         "${durable_args[@]}" --hold 4:33 --kill-marks "$marks"
-    for ((i = 0; i < ft_timeout_s * 10; i++)); do
-        [ -e "$marks/held-4" ] && break
-        sleep 0.1
-    done
+    durable_wait_for "$marks/held-4"
     for v in 0 1 2; do echo "h$v: $(ls "$(cluster_host_disk "h$v")" | tr '\n' ' ')"; done
     if [ ! -e "$marks/held-4" ]; then
         echo "rank 4 never reached iteration 33"; stop_timed "$log.log"; cat "$log.log"; return 1

@@ -480,6 +480,8 @@ static void writer_thread_writes_and_reports(void)
             ftrabit_store_history_mark(&job.history, c); /* all before it completed */
         }
         CHECK(0 == ftrabit_store_writer_submit(w, &job));
+        ftrabit_store_writer_wait(w, NULL); /* over, its outcome kept for the next wait */
+        CHECK(!ftrabit_store_writer_busy(w));
         ftrabit_store_writer_wait(w, &res);
         CHECK(res.ran && !res.failed && v == res.version);
         CHECK(res.bytes == sizeof(global) + sizeof(local) + 2 * FTRABIT_STORE_HEADER_BYTES);

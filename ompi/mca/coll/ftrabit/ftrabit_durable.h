@@ -1,10 +1,12 @@
 /*
- * ompi-resilience: libftrabit durable checkpoints, the MPI side (ftrabit_durable.c).
+ * ompi-resilience: libftrabit durable checkpoints, the MPI side (ftrabit_durable.c; the
+ * restart: ftrabit_durable_restart.c).
  *
  * With coll_ftrabit_checkpoint_dir DIR, every version FTR_Checkpoint commits is also
  * written under DIR by a writer thread (ftrabit_store_writer.h), in the format of
  * ftrabit_store.h, and a job started again with the same DIR and number of ranks resumes
- * from the newest version complete on disk, agreed by all ranks (FTR_Load_checkpoint).
+ * from the newest version complete on disk, agreed by all ranks, in FTR_Init (what
+ * FTR_Load_checkpoint then returns).
  *
  * Which ranks share a directory is found out, not assumed: rank 0 leaves a marker file in
  * its DIR and every rank looks for it (a "probe"); those that see it share rank 0's
@@ -23,8 +25,45 @@
 #define FTRABIT_DURABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "ftrabit_store.h"
+#include "ftrabit_store_writer.h"
 
 struct ftrabit_state;
+
+/* ---- shared by ftrabit_durable.c and ftrabit_durable_restart.c ---------------------- */
+typedef enum {
+    FTRABIT_DURABLE_UNKNOWN = 0, /* not probed yet (a replacement, a spare) */
+    FTRABIT_DURABLE_ON = 1,
+    FTRABIT_DURABLE_OFF = 2      /* a write failed somewhere, or a directory is unusable */
+} ftrabit_durable_state_t;
+
+/* The durable side of one state (st->durable). */
+typedef struct ftrabit_durable {
+    char dir[4096];
+    char program[FTRABIT_STORE_PROGRAM_MAX + 1];
+    char tmp_tag[96];
+    uint64_t host;           /* a hash of the host name */
+    int state;               /* ftrabit_durable_state_t: the same on every rank once probed */
+    int probed;              /* leader[] is known, for probed_size ranks */
+    int probed_recoveries;   /* st->recoveries then: a recovery moves processes */
+    int probed_size;
+    int *leader;             /* [probed_size]: the lowest rank sharing each rank's directory */
+    uint64_t epoch;          /* this run's, in every file it writes */
+    ftrabit_store_history_t history; /* versions known complete on every rank */
+    ftrabit_store_writer_t *writer;
+    uint32_t written;        /* newest version whose files this rank wrote (or restored) */
+    uint32_t restored;       /* the version the restart read back (0: none) */
+    int failed;              /* a write of this rank failed */
+    int said_restart;
+} ftrabit_durable_t;
+
+/* Collective: who shares which directory (leader[]), the run's epoch and history, and
+ * whether durable writes are on, the same on every rank. */
+int ftrabit_durable_probe(struct ftrabit_state *st);
+
+/* ---- what the rest of libftrabit calls ------------------------------------------------ */
 
 /* Bits of FTR_Checkpoint's agreement flag (combined by bitwise AND). */
 #define FTRABIT_AGREE_EXCHANGED 1    /* this rank has its predecessors' replicas */

@@ -22,11 +22,16 @@ struct ftrabit_store_writer {
     double submitted;
 };
 
-static double now_seconds(void)
+static double clock_seconds(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static double now_seconds(void)
+{
+    return clock_seconds(CLOCK_MONOTONIC);
 }
 
 static int remove_where(const char *dir, int (*doomed)(const ftrabit_store_entry_t *, const void *),
@@ -123,7 +128,9 @@ static void *writer_main(void *arg)
             ftrabit_store_job_t job = w->job;
             ftrabit_store_result_t res = {.ran = 1, .version = job.version};
             pthread_mutex_unlock(&w->lock);
+            double cpu = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
             run_job(&job, &res);
+            res.cpu_seconds = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu;
             pthread_mutex_lock(&w->lock);
             res.seconds = now_seconds() - w->submitted;
             w->result = res;
@@ -178,8 +185,8 @@ void ftrabit_store_writer_wait(ftrabit_store_writer_t *w, ftrabit_store_result_t
     }
     if (NULL != res) {
         *res = w->result;
+        w->result.ran = 0; /* reported */
     }
-    w->result.ran = 0; /* reported */
     pthread_mutex_unlock(&w->lock);
 }
 

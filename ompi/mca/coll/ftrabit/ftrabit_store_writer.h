@@ -47,6 +47,7 @@ typedef struct {
     uint32_t version;
     size_t bytes;            /* written, headers included */
     double seconds;          /* from submit to the end of the job */
+    double cpu_seconds;      /* the writer thread's CPU time for it (checksums, copies) */
 } ftrabit_store_result_t;
 
 typedef struct ftrabit_store_writer ftrabit_store_writer_t;
@@ -56,8 +57,8 @@ ftrabit_store_writer_t *ftrabit_store_writer_new(void);
 /* Start `job` (copied; its pieces array is the writer's from now on). The previous job
  * must be over (waited for). 0, or -1 (no thread could be started: the job is not run). */
 int ftrabit_store_writer_submit(ftrabit_store_writer_t *w, const ftrabit_store_job_t *job);
-/* Block until no job runs; *res (may be NULL): the outcome of the job submitted last, if
- * it was not reported by an earlier wait. */
+/* Block until no job runs; *res: the outcome of the job submitted last, if it was not
+ * reported by an earlier wait (res NULL: it stays to be reported). */
 void ftrabit_store_writer_wait(ftrabit_store_writer_t *w, ftrabit_store_result_t *res);
 int ftrabit_store_writer_busy(ftrabit_store_writer_t *w);
 /* Waits for the job, ends the thread, frees everything. */
