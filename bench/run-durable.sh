@@ -188,7 +188,7 @@ fingerprint: $([ "$fingerprints_ok" = "$(echo $NPS | wc -w)" ] && echo yes || ec
 | np | mean iteration, in memory | with the directory | ratio (min-max) | iteration with a checkpoint, in memory | with the directory | bytes per version |
 |---:|---:|---:|---|---:|---:|---:|
 EOF
-    awk '!/^#/ { printf "| %d | %.4f s | %.4f s | %.3fx (%.3f-%.3f) | %.4f s | %.4f s | %s |\n", $1, $2, $6, $12, $13, $14, $3, $7, $15 }' "$dat"
+    awk '!/^#/ { printf "| %d | %.4f s | %.4f s | %.3fx (%.3f-%.3f) | %.4f s | %.4f s | %d (%.1f MiB) |\n", $1, $2, $6, $12, $13, $14, $3, $7, $15, $15 / 1048576 }' "$dat"
     cat <<EOF
 
 | np | CPU per iteration, in memory | with the directory (the writer's included) | ratio (min-max) | rank 0's write of a version | its writer thread's CPU |
