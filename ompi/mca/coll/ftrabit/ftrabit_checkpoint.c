@@ -7,7 +7,9 @@
  * commit the new version (global copy, own local copy, the replicas) and drop the cached
  * results it no longer needs. If anything failed, no rank commits: recovery runs and the
  * checkpoint is taken again. Because a version is committed everywhere or nowhere, a
- * replacement never has to replay across a checkpoint.
+ * replacement never has to replay across a checkpoint. With coll_ftrabit_checkpoint_dir the
+ * agreement's flag also says what is on disk, and a committed version goes to the durable
+ * writer (ftrabit_durable.h).
  */
 #include <stdint.h>
 #include <stdio.h>
