@@ -49,6 +49,10 @@ typedef struct {
     int spares;                    /* warm spare processes started with the job */
     int test_kill_spare;           /* world rank of a spare that dies while waiting, or -1 */
     int test_message_limit;        /* bytes per part of libftrabit's messages; 0: 4 MiB */
+    char *checkpoint_dir;          /* durable checkpoints go there; NULL or "": none */
+    int checkpoint_keep;           /* versions known complete kept there */
+    int test_kill_in_write;        /* original rank whose writer dies in a file, or -1 */
+    int test_kill_in_write_version; /* ... of this checkpoint version */
 
     /* Counters exported as MPI_T performance variables. */
     unsigned long allreduce_calls;

@@ -17,6 +17,7 @@
 #include <mpi.h>
 #include <mpi-ext.h>
 
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
 #include "ftrabit_rebuild.h"
 
@@ -66,6 +67,7 @@ static int ftrabit_count_progress(ftrabit_state_t *st, const ftrabit_rank_state_
                         "no collective completed since the one before (a process fails "
                         "again each time it is replaced: see its messages above; "
                         "coll_ftrabit_recoveries_without_progress)\n", limit);
+        ftrabit_durable_say_restart(st);
         return 0;
     }
     st->stalled_recoveries = stalled; /* and served_until becomes the target, below */
@@ -473,6 +475,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
          * may be one that died right after the records were exchanged, and nothing after
          * this tells the others (the job then ended with no word of why). */
         fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+        ftrabit_durable_say_restart(st);
         if (0 == rank) {
             ftrabit_log_records(all, size);
         }

@@ -24,6 +24,7 @@
 #include <mpi-ext.h>
 
 #include "ftrabit.h"
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
 #include "ftrabit_rebuild.h"
 
@@ -544,6 +545,7 @@ static int ftrabit_rebuild_loop(ftrabit_state_t *st, int *shrinking)
     }
     fprintf(stderr, "ftrabit: recovery is not possible: processes kept failing through %d "
                     "rebuilds\n", FTRABIT_MAX_REBUILDS);
+    ftrabit_durable_say_restart(st);
     return err;
 }
 
