@@ -43,6 +43,12 @@
  *                       classic restart of a whole job after a failure killed it.
  *   --keep-comm         do not free the communicator FTR_Init gave (MPI allows that; the
  *                       job must still end).
+ *   --local-assignments the local checkpoint also holds each point's cluster and the moves
+ *                       counted since the start, so that a rank resuming from a checkpoint
+ *                       counts the same moves as a run without failures; each rank prints
+ *                       "rank R local fingerprint F" of it at the end (tests of restarts).
+ * Durable checkpoints: with --mca coll_ftrabit_checkpoint_dir DIR the checkpoints are also
+ * written under DIR, and the job started again the same way resumes from them.
  */
 #include <math.h>
 #include <mpi.h>
@@ -262,7 +268,7 @@ int main(int argc, char **argv)
     MPI_Comm world, parent;
     int rank, size, version;
     const char *checkpoint_file = NULL;
-    int restart_from_file = 0, keep_comm = 0;
+    int restart_from_file = 0, keep_comm = 0, local_assignments = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--replacement-stalls") && i + 1 < argc) {
@@ -294,6 +300,7 @@ int main(int argc, char **argv)
         else if (ok && !strcmp(argv[i], "--checkpoint-file")) checkpoint_file = argv[++i];
         else if (!strcmp(argv[i], "--restart-from-file")) ok = restart_from_file = 1;
         else if (!strcmp(argv[i], "--keep-comm")) ok = keep_comm = 1;
+        else if (!strcmp(argv[i], "--local-assignments")) ok = local_assignments = 1;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "ftr_kmeans: bad argument '%s' (see the comment at the top of "
@@ -338,8 +345,11 @@ int main(int argc, char **argv)
     size_t model_len = 1 + (size_t) clusters * dims;
     double *model = calloc(model_len, sizeof(double));
     double *centroids = model + 1;
-    long moved = 0; /* local state: points that changed cluster in the last iteration */
-    int *assignment = calloc((size_t) n, sizeof(int));
+    /* Local state: points that changed cluster in the last iteration; with
+     * --local-assignments, those since the start and each point's cluster. */
+    size_t local_len = sizeof(long) + (local_assignments ? sizeof(int) * (size_t) n : 0);
+    long *local = calloc(1, local_len), *moved = local;
+    int *assignment = local_assignments ? (int *) (local + 1) : calloc((size_t) n, sizeof(int));
 
     /* Initialisation before the first checkpoint: kept for the job by call site. */
     long total = n;
@@ -349,8 +359,8 @@ int main(int argc, char **argv)
     ftr_check(FTR_Bcast_bootstrap(centroids, clusters * dims, MPI_DOUBLE, 0, &world),
               "FTR_Bcast_bootstrap");
 
-    ftr_check(FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, &moved,
-                                  sizeof(moved), &version),
+    ftr_check(FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, local, local_len,
+                                  &version),
               "FTR_Load_checkpoint");
     /* A whole-job restart: a fresh job (version 0) that continues from the file. */
     if (restart_from_file && 0 == version && !is_replacement) {
@@ -379,7 +389,9 @@ int main(int argc, char **argv)
     double t0 = MPI_Wtime();
     for (int it = start; it < iterations; it++) {
         memset(sums, 0, sizeof(double) * (size_t) clusters * stride);
-        moved = 0;
+        if (!local_assignments) {
+            *moved = 0;
+        }
         for (int i = 0; i < n; i++) {
             int best = 0;
             double best_d = INFINITY;
@@ -394,7 +406,7 @@ int main(int argc, char **argv)
                     best = c;
                 }
             }
-            moved += assignment[i] != best;
+            *moved += assignment[i] != best;
             assignment[i] = best;
             for (int k = 0; k < dims; k++) sums[best * stride + k] += pts[i * dims + k];
             sums[best * stride + dims] += 1.0;
@@ -416,8 +428,7 @@ int main(int argc, char **argv)
         model[0] = it + 1;
         if ((it + 1) % every == 0) {
             maybe_die(original_rank, it, BEFORE_CHECKPOINT);
-            ftr_check(FTR_Checkpoint(&world, model, sizeof(double) * model_len, &moved,
-                                     sizeof(moved)),
+            ftr_check(FTR_Checkpoint(&world, model, sizeof(double) * model_len, local, local_len),
                       "FTR_Checkpoint");
             if (NULL != checkpoint_file) {
                 int now_rank;
@@ -439,11 +450,18 @@ int main(int argc, char **argv)
         printf("final centroids fingerprint %016llx after %d iterations on %d ranks (%.2f s)\n",
                (unsigned long long) fp, iterations, size, elapsed);
     }
+    if (local_assignments) {
+        printf("rank %d local fingerprint %016llx\n", original_rank,
+               (unsigned long long) fingerprint(local, local_len));
+    }
     fflush(stdout);
     free(pts);
     free(centres);
     free(model);
-    free(assignment);
+    if (!local_assignments) {
+        free(assignment);
+    }
+    free(local);
     free(sums);
     if (!keep_comm) {
         MPI_Comm_free(&world);

@@ -20,6 +20,7 @@
 #include <mpi-ext.h>
 
 #include "ftrabit.h"
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
 #include "ftrabit_notice.h"
 #include "../../common/ompires/ompires_sigpipe.h"
@@ -85,9 +86,31 @@ static void ftrabit_remember_program(int *argc, char ***argv)
     }
 }
 
+/* FTR_Init in a process started with the job, without spares: its state on a dup of
+ * MPI_COMM_WORLD. */
+static int ftrabit_init_original(MPI_Comm *world)
+{
+    int rank, size, err;
+    MPI_Comm own;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    err = MPI_Comm_dup(MPI_COMM_WORLD, &own);
+    if (MPI_SUCCESS != err) {
+        return err;
+    }
+    MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
+    ftrabit_state_t *st = ftrabit_state_new(own, rank, size);
+    if (NULL == st) {
+        MPI_Comm_free(&own);
+        return MPI_ERR_NO_MEM;
+    }
+    return ftrabit_state_hand_out(st, world);
+}
+
 int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
 {
-    int initialized, provided, rank, size, err;
+    int initialized, provided, err;
     MPI_Comm parent;
 
     MPI_Initialized(&initialized);
@@ -108,22 +131,19 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
         return ftrabit_join_as_replacement(parent, world);
     }
     if (ftrabit_settings.spares > 0) {
-        return ftrabit_spares_init(world); /* in a spare: once it replaces a dead rank */
+        err = ftrabit_spares_init(world); /* in a spare: once it replaces a dead rank */
+    } else {
+        err = ftrabit_init_original(world);
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm own;
-    err = MPI_Comm_dup(MPI_COMM_WORLD, &own);
-    if (MPI_SUCCESS != err) {
-        return err;
+    /* A job started with coll_ftrabit_checkpoint_dir resumes from disk, all ranks together
+     * before any collective of theirs (a replacement gets the version from its peers). */
+    if (MPI_SUCCESS == err && FTR_ORIGIN_ORIGINAL == ftrabit_origin) {
+        ftrabit_state_t *st = ftrabit_state_of(*world);
+        if (NULL != st && ftrabit_durable_enabled(st)) {
+            err = ftrabit_durable_restore(st);
+        }
     }
-    MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
-    ftrabit_state_t *st = ftrabit_state_new(own, rank, size);
-    if (NULL == st) {
-        MPI_Comm_free(&own);
-        return MPI_ERR_NO_MEM;
-    }
-    return ftrabit_state_hand_out(st, world);
+    return err;
 }
 
 /* Every process, survivor or replacement, leaves through one agreement per communicator

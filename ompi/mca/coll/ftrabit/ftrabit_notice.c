@@ -42,6 +42,7 @@
 #include <mpi.h>
 #include <mpi-ext.h>
 
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
 #include "ftrabit_notice.h"
 #include "ftrabit_rebuild.h"
@@ -130,7 +131,7 @@ int ftrabit_notice_vote(void)
     static int said;
 
     if (!ftrabit_notice_pending()) {
-        return FTRABIT_VOTE_NO_NOTICE;
+        return FTRABIT_AGREE_NO_NOTICE;
     }
     if (!said) {
         said = 1;
@@ -140,11 +141,14 @@ int ftrabit_notice_vote(void)
     return 0;
 }
 
-/* The process of a handed-over rank, out of every communicator the ranks use now. */
-static void ftrabit_notice_leave(const ftrabit_state_t *st)
+/* The process of a handed-over rank, out of every communicator the ranks use now. With
+ * durable checkpoints its files of the version just committed are written first (the writer
+ * ends), so that a grace time long enough leaves that version complete on disk. */
+static void ftrabit_notice_leave(ftrabit_state_t *st)
 {
     int wrank;
 
+    ftrabit_durable_free(st);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     fprintf(stderr, "ftrabit: rank %d (world rank %d) handed over after a preemption notice; "
                     "this process leaves\n", st->orig_rank, wrank);
@@ -170,7 +174,7 @@ int ftrabit_notice_after_commit(ftrabit_state_t *st, MPI_Comm *comm, int vote)
     static int said_all;
     int size, rank, notified = 0, err;
 
-    if ((vote & FTRABIT_VOTE_NO_NOTICE) || FTRABIT_RECOVER_ABORT == ftrabit_settings.policy) {
+    if ((vote & FTRABIT_AGREE_NO_NOTICE) || FTRABIT_RECOVER_ABORT == ftrabit_settings.policy) {
         return MPI_SUCCESS; /* under abort the SIGKILL will end the job, as a failure would */
     }
     err = ftrabit_notice_count(st, &notified);

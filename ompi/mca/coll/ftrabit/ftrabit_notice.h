@@ -10,16 +10,16 @@
 
 #include "ftrabit_internal.h"
 
-/* Bits of FTR_Checkpoint's commit vote (one MPIX_Comm_agree: a bitwise AND). */
-#define FTRABIT_VOTE_OK 1        /* this rank received every replica */
-#define FTRABIT_VOTE_NO_NOTICE 2 /* this process got no preemption notice */
+/* A bit of FTR_Checkpoint's agreement flag (a bitwise AND), next to ftrabit_durable.h's
+ * FTRABIT_AGREE_* bits: this process got no preemption notice. */
+#define FTRABIT_AGREE_NO_NOTICE 8
 
 /* FTR_Init, with coll_ftrabit_notice 1: SIGTERM becomes a notice, unless the program
  * handles or ignores it itself. */
 void ftrabit_notice_install(void);
 /* This process got a notice. */
 int ftrabit_notice_pending(void);
-/* Its part of the commit vote: FTRABIT_VOTE_NO_NOTICE unless it got a notice. */
+/* Its part of the commit vote: FTRABIT_AGREE_NO_NOTICE unless it got a notice. */
 int ftrabit_notice_vote(void);
 /* FTR_Checkpoint, once version st->version is committed everywhere, with the agreed vote:
  * if some rank got a notice, every rank takes part in handing the notified ranks over
