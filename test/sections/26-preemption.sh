@@ -148,8 +148,27 @@ preemption_off() {
     preemption_sigterm_kills "$logs/ft-preemption-off.log" 1 --mca coll_ftrabit_notice 0
 }
 
+# With durable checkpoints (test/sections/25-durable.sh's runs: 60 iterations, a checkpoint
+# every 5): rank 1 notified at iteration 7 is handed to the spare at the checkpoint after
+# iteration 9, the notice's bit of the agreement beside the durable ones; the spare writes
+# from there on, the job ends right, and its last version (12) is complete on disk: started
+# again, it resumes from it with the same results.
+preemption_with_durable_checkpoints() {
+    local dir log=$logs/ft-preemption-durable rc timed_out want
+    dir=$(mktemp -d)
+    want=$(durable_reference 4)
+    durable_run "$log.log" "$dir" 5 --mca coll_ftrabit_spares 1 -- --notice 1:7
+    grep -av '^timeline' "$log.log"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && [ "$(durable_results "$log.log")" = "$want" ] \
+        || { echo "results: $(durable_results "$log.log")"; echo "reference: $want"; return 1; }
+    preemption_handed_over "$log.log" 1 "spare takes over" || return 1
+    durable_restart_ends_right "$log-restart.log" "$dir" 5 12 --mca coll_ftrabit_spares 1 \
+        && rm -rf "$dir"
+}
+
 check ft/preemption/hands-over-to-a-spare preemption_hands_over_to_a_spare
 check ft/preemption/hands-over-to-a-replacement preemption_hands_over_to_a_replacement
 check ft/preemption/every-rank-notified preemption_every_rank
+check ft/preemption/with-durable-checkpoints preemption_with_durable_checkpoints
 check ft/preemption/second-sigterm-ends-the-process preemption_second_sigterm
 check ft/preemption/off-sigterm-ends-the-process preemption_off
