@@ -17,3 +17,4 @@ unit test_dr2_window
 unit test_dr2_rxcheck
 unit test_dr2_copychoice
 unit test_dr2_path
+unit test_dr2_locality

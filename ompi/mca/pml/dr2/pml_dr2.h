@@ -152,6 +152,7 @@ typedef struct mca_pml_dr2_t {
     unsigned path_probe_interval_us; /* first probe of a down path */
     unsigned path_probe_interval_max_us;
     unsigned tcp_rto_max_ms;         /* btl/tcp's retransmission backoff bound; 0: not set */
+    bool path_locality;              /* paths whose NIC is nearer go first (pml_dr2_nic.h) */
     pml_dr2_path_params_t path_params; /* the above and the ACK timeouts, for pml_dr2_path.h */
     int free_list_max;
     int priority;
@@ -169,6 +170,8 @@ typedef struct mca_pml_dr2_t {
     opal_list_t peers;        /* every mca_pml_dr2_peer_t */
     opal_hash_table_t peer_by_proc;     /* ompi_proc_t* -> peer */
     opal_hash_table_t peer_by_endpoint; /* btl endpoint* -> peer */
+    opal_hash_table_t peer_by_name;     /* process name (jobid << 32 | vpid) -> peer, for
+                                         * segments that name their sender (pml_dr2_from.h) */
     opal_list_t deferred;     /* segments delivered while a dr2 frame was active */
     opal_list_t nocomm;       /* received messages for communicators not created yet */
     uint64_t next_deadline_us;/* earliest timer of any peer; UINT64_MAX if none */

@@ -19,6 +19,7 @@
 #include "pml_dr2.h"
 #include "pml_dr2_copychoice.h"
 #include "pml_dr2_crc.h"
+#include "pml_dr2_from.h"
 #include "pml_dr2_inject.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_recvreq.h"
@@ -325,6 +326,17 @@ static int dr2_register(void)
         "1000-120000 (the kernel's range)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->tcp_rto_max_ms);
 
+    m->path_locality = true;
+    reg("path_locality",
+        "Among a peer's paths over one BTL (two btl/tcp networks, two btl/ofi NICs), those "
+        "whose NIC is nearest this process take the traffic; the others stand by, up and "
+        "probed, and take it while no nearer one is up. Near: every CPU this process is "
+        "bound to is local to the NIC (hwloc's topology, HWLOC_XMLFILE if set; devices: "
+        "btl/tcp's interface, btl/ofi's domain); an unbound process is as near to every NIC "
+        "of a node with several sockets. 0: every path of a kind takes traffic. The choice "
+        "is shown at pml_dr2_verbose 10",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5, &m->path_locality);
+
     m->window = PML_DR2_WINDOW_MAX;
     reg("window",
         "Vfrags in flight per peer before the sender waits for acknowledgements: a power of "
@@ -571,13 +583,14 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     mca_pml_dr2_t *m = &mca_pml_dr2;
 
     *priority = m->priority;
+    /* Before the BML opens the BTLs: btl/tcp copies its exclusivity into each module it
+     * makes. The goodbye is a transport holding our segment: it gets the watchdog's time. */
+    mca_pml_dr2_paths_tune_tcp(m->tcp_rto_max_ms, (m->local_timeout_us + 999) / 1000);
     /* ULFM's revoke and agreement (and osc rdma) talk to the BML directly: it must exist
      * whatever PML runs. */
     if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
         return NULL;
     }
-    /* the goodbye is a transport holding our segment: it gets the watchdog's time */
-    mca_pml_dr2_paths_tune_tcp(m->tcp_rto_max_ms, (m->local_timeout_us + 999) / 1000);
     OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
     m->depth = 0;
     OBJ_CONSTRUCT(&m->peers, opal_list_t);
@@ -587,6 +600,9 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     opal_hash_table_init(&m->peer_by_proc, 256);
     OBJ_CONSTRUCT(&m->peer_by_endpoint, opal_hash_table_t);
     opal_hash_table_init(&m->peer_by_endpoint, 256);
+    OBJ_CONSTRUCT(&m->peer_by_name, opal_hash_table_t);
+    opal_hash_table_init(&m->peer_by_name, 256);
+    mca_pml_dr2_from_init();
     OBJ_CONSTRUCT(&m->send_requests, opal_free_list_t);
     opal_free_list_init(&m->send_requests, sizeof(mca_pml_dr2_send_request_t),
                         opal_cache_line_size, OBJ_CLASS(mca_pml_dr2_send_request_t), 0,
@@ -655,6 +671,7 @@ static int dr2_fini(void)
     OBJ_DESTRUCT(&m->copy_buffers);
     OBJ_DESTRUCT(&m->vfrags);
     OBJ_DESTRUCT(&m->rxmsgs);
+    OBJ_DESTRUCT(&m->peer_by_name);
     OBJ_DESTRUCT(&m->peer_by_endpoint);
     OBJ_DESTRUCT(&m->peer_by_proc);
     OBJ_DESTRUCT(&m->nocomm);

@@ -59,6 +59,10 @@
 #define TINY_OFF_VFRAG 1
 #define TINY_OFF_CTX 8 /* then src, tag, seq: 16 bits each (encode_short_envelope) */
 
+/* FROM. */
+#define FROM_OFF_JOBID 8
+#define FROM_OFF_VPID 12
+
 /* LOCAL. */
 #define LOCAL_OFF_RESERVED1 1
 #define LOCAL_OFF_CTX 2 /* then src, tag, seq: 16 bits each */
@@ -796,6 +800,51 @@ pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *bu
                                        hdr->frag_len);
 
     return crc == hdr->data_crc ? PML_DR2_HDR_OK : PML_DR2_HDR_ERR_DATA_CRC;
+}
+
+size_t pml_dr2_hdr_pack_from(const pml_dr2_from_hdr_t *from, void *buf, size_t buf_len)
+{
+    unsigned char *p = buf;
+
+    if (buf_len < PML_DR2_HDR_FROM_LEN) {
+        return 0;
+    }
+    put_common(p, PML_DR2_HDR_FROM, 0, PML_DR2_HDR_FROM_LEN);
+    put_u32(p + FROM_OFF_JOBID, from->jobid);
+    put_u32(p + FROM_OFF_VPID, from->vpid);
+    put_u32(p + OFF_HDR_CRC, header_crc(p, PML_DR2_HDR_FROM_LEN));
+    return PML_DR2_HDR_FROM_LEN;
+}
+
+pml_dr2_hdr_status_t pml_dr2_hdr_decode_from(const void *buf, size_t buf_len,
+                                             pml_dr2_from_hdr_t *from)
+{
+    const unsigned char *p = buf;
+
+    if (buf_len < PML_DR2_HDR_COMMON_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (p[OFF_VERSION] != PML_DR2_HDR_VERSION) {
+        return PML_DR2_HDR_ERR_VERSION;
+    }
+    if (p[OFF_TYPE] != PML_DR2_HDR_FROM) {
+        return PML_DR2_HDR_ERR_TYPE;
+    }
+    if (p[OFF_HDR_LEN] != PML_DR2_HDR_FROM_LEN) {
+        return PML_DR2_HDR_ERR_HDR_LEN;
+    }
+    if (buf_len < PML_DR2_HDR_FROM_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (get_u32(p + OFF_HDR_CRC) != header_crc(p, PML_DR2_HDR_FROM_LEN)) {
+        return PML_DR2_HDR_ERR_HDR_CRC;
+    }
+    if (0 != p[OFF_FLAGS]) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    from->jobid = get_u32(p + FROM_OFF_JOBID);
+    from->vpid = get_u32(p + FROM_OFF_VPID);
+    return PML_DR2_HDR_OK;
 }
 
 const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status)

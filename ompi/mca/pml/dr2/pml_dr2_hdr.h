@@ -122,6 +122,17 @@
  *    10  u16  reserved   0
  *    12                  (PML_DR2_HDR_LOCAL_LEN)
  *
+ * FROM: who sent the segment, for a BTL whose receive callback does not say (btl/ofi and
+ * btl/uct give no endpoint with what they deliver, which btl.h allows: "May be NULL"). It
+ * is the first header of every segment dr2 sends on such a BTL (pml_dr2_from.h), and
+ * nowhere else: the decoder of a segment's headers does not know the type, a FROM inside a
+ * segment ends it as malformed. Common 8 bytes (flags 0), then the sender's Open MPI
+ * process name:
+ *
+ *     8  u32  jobid
+ *    12  u32  vpid
+ *    16                  (PML_DR2_HDR_FROM_LEN)
+ *
  * An ACK flagged MATCHED for the vfrag of a RNDV also says
  * the receiver matched the message: send the rest / the synchronous send is complete. It
  * is idempotent like any ACK: a sender still waiting for it resends the RNDV (flagged
@@ -148,6 +159,7 @@ typedef enum {
     PML_DR2_HDR_EAGER = 6,
     PML_DR2_HDR_TINY = 7,
     PML_DR2_HDR_LOCAL = 8,
+    PML_DR2_HDR_FROM = 9,
 } pml_dr2_hdr_type_t;
 
 #define PML_DR2_HDR_COMMON_LEN 8
@@ -160,6 +172,7 @@ typedef enum {
 /* A TINY's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_TINY_MAX_PAYLOAD 256
 #define PML_DR2_HDR_LOCAL_LEN 12
+#define PML_DR2_HDR_FROM_LEN 16
 /* A LOCAL's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_LOCAL_MAX_PAYLOAD 8192
 /* The bits of a vfrag id a TINY carries. */
@@ -362,6 +375,22 @@ size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len
  * mask or a buf_len too small. pml_dr2_hdr_encode of such a header writes the same bytes. */
 size_t pml_dr2_hdr_pack_ack(uint8_t type, uint8_t flags, const pml_dr2_ack_hdr_t *ack, void *buf,
                             size_t buf_len);
+
+/* FROM: a process name. */
+typedef struct {
+    uint32_t jobid;
+    uint32_t vpid;
+} pml_dr2_from_hdr_t;
+
+/* A FROM header naming `from` into buf. Returns PML_DR2_HDR_FROM_LEN, or 0 if buf_len is
+ * too small. */
+size_t pml_dr2_hdr_pack_from(const pml_dr2_from_hdr_t *from, void *buf, size_t buf_len);
+
+/* Check and decode the FROM header at the start of buf[0 .. buf_len-1] (type, version,
+ * length, checksum, flags 0). Never reads outside buf; *from is meaningful only when
+ * PML_DR2_HDR_OK is returned. */
+pml_dr2_hdr_status_t pml_dr2_hdr_decode_from(const void *buf, size_t buf_len,
+                                             pml_dr2_from_hdr_t *from);
 
 /* A short name for a status ("ok", "hdr-crc", ...), for counters and logs. */
 const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status);

@@ -18,6 +18,7 @@
 #include "pml_dr2_ackmask.h"
 #include "pml_dr2_comm.h"
 #include "pml_dr2_crc.h"
+#include "pml_dr2_from.h"
 #include "pml_dr2_inject.h"
 #include "pml_dr2_local.h"
 #include "pml_dr2_recvfrag.h"
@@ -894,23 +895,45 @@ static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
     return peer;
 }
 
+/* The peer a segment on a BTL that gives no endpoint comes from, named by the FROM header
+ * that starts it (pml_dr2_from.h); *skip is that header's length. */
+static mca_pml_dr2_peer_t *named_sender(const mca_btl_base_receive_descriptor_t *desc, size_t *skip)
+{
+    const mca_btl_base_segment_t *seg = &desc->des_segments[0];
+
+    *skip = PML_DR2_HDR_FROM_LEN;
+    if (OPAL_UNLIKELY(0 == desc->des_segment_count)) {
+        return NULL;
+    }
+    return mca_pml_dr2_from_sender(seg->seg_addr.pval, seg->seg_len);
+}
+
 void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
                                     const mca_btl_base_receive_descriptor_t *desc)
 {
     mca_pml_dr2_peer_t *peer;
-    size_t len = 0;
+    size_t len = 0, skip = 0; /* bytes of the first segment before dr2's headers */
+    bool named;
 
     if (OPAL_UNLIKELY(mca_pml_dr2.closed)) {
         return; /* a late segment after finalize (the BTLs close after us): ignored */
     }
     mca_pml_dr2_enter();
-    peer = mca_pml_dr2_peer_from_endpoint(desc->endpoint);
-    if (NULL == peer) {
-        peer = learn_endpoint(desc->endpoint, desc);
+    named = mca_pml_dr2_btl_names_sender(btl);
+    if (OPAL_UNLIKELY(named)) {
+        peer = named_sender(desc, &skip);
+    } else {
+        peer = mca_pml_dr2_peer_from_endpoint(desc->endpoint);
+        if (NULL == peer) {
+            peer = learn_endpoint(desc->endpoint, desc);
+        }
+        if (NULL == peer) {
+            mca_pml_dr2.counters.unknown_endpoint++;
+            DR2_VERBOSE(20, "pml:dr2: dropped a segment from an unknown endpoint %p",
+                        (void *) desc->endpoint);
+        }
     }
     if (NULL == peer) {
-        mca_pml_dr2.counters.unknown_endpoint++;
-        DR2_VERBOSE(20, "pml:dr2: dropped a segment from an unknown endpoint %p", (void *) desc->endpoint);
         mca_pml_dr2_leave();
         return;
     }
@@ -918,6 +941,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
     for (size_t i = 0; i < desc->des_segment_count; i++) {
         len += desc->des_segments[i].seg_len;
     }
+    len -= skip; /* named_sender decoded that much */
     if (mca_pml_dr2.depth > 1 || desc->des_segment_count > 1) {
         /* nested in another dr2 frame (or scattered): copy, process when it is safe */
         mca_pml_dr2_deferred_t *d = malloc(sizeof(*d) + len);
@@ -925,21 +949,28 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
             size_t off = 0;
             OBJ_CONSTRUCT(&d->super, opal_list_item_t);
             d->peer = peer;
-            d->path = mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
+            d->path = named ? mca_pml_dr2_path_of_btl(peer, btl)
+                            : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
             d->len = len;
             for (size_t i = 0; i < desc->des_segment_count; i++) {
-                memcpy(d->data + off, desc->des_segments[i].seg_addr.pval,
-                       desc->des_segments[i].seg_len);
-                off += desc->des_segments[i].seg_len;
+                size_t from = 0 == i ? skip : 0;
+                memcpy(d->data + off, (const unsigned char *) desc->des_segments[i].seg_addr.pval + from,
+                       desc->des_segments[i].seg_len - from);
+                off += desc->des_segments[i].seg_len - from;
             }
             opal_list_append(&mca_pml_dr2.deferred, &d->super);
         }
     } else if (1 == desc->des_segment_count) {
         /* ACKs sent alone go back on the path that delivered (pml_dr2_pending_ack_t) */
-        peer->rx_path = OPAL_LIKELY(1 == peer->npaths) ? 0
-                                                       : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
+        if (OPAL_LIKELY(1 == peer->npaths)) {
+            peer->rx_path = 0;
+        } else {
+            peer->rx_path = named ? mca_pml_dr2_path_of_btl(peer, btl)
+                                  : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
+        }
         mca_pml_dr2_peer_heard(peer, peer->rx_path);
-        mca_pml_dr2_recv_segment(peer, desc->des_segments[0].seg_addr.pval, len);
+        mca_pml_dr2_recv_segment(peer, (const unsigned char *) desc->des_segments[0].seg_addr.pval + skip,
+                                 len);
     }
     mca_pml_dr2_leave();
 }
