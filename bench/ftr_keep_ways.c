@@ -10,7 +10,7 @@
  *   mpi         MPI_Allreduce(MPI_IN_PLACE, buf)
  *   floor       mpi, then memcpy(buf -> one other buffer)
  *   ftr         MPI_Allreduce(buf -> kept[i]), memcpy(kept[i] -> buf)   (libftrabit's way
- *               below FTRABIT_COPY_STREAM_MIN: the input survives a failed attempt)
+ *               for a contiguous type: the input survives a failed attempt)
  *   scratch     MPI_Allreduce(buf -> scratch), memcpy(scratch -> buf), streamed copy
  *               (ftrabit_copy_stream) scratch -> kept[i]
  *   inplace_nt  mpi, then streamed copy buf -> kept[i] (loses the input a retry needs:

@@ -8,6 +8,11 @@
  * application's data out of the caches: from ftrabit_copy_stream_min bytes on it is
  * written with non-temporal stores (x86-64's SSE2 movntdq, present on every x86-64 CPU);
  * other CPUs, and smaller copies, use memcpy. The bytes are memcpy's in every case.
+ *
+ * Not in the library yet: measured on the 2-core VM, neither streaming the kept copy nor
+ * making the result in a reused scratch buffer and streaming it out brought 1-8 MiB to the
+ * floor (docs/bench/ftr-floor-2026-11-29.md); bench/ftr_copy_bench and bench/ftr_keep_ways
+ * use it to measure that again on a quiet machine.
  */
 #ifndef FTRABIT_COPY_H
 #define FTRABIT_COPY_H
