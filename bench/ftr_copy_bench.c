@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_median.h"
 #include "ftrabit_copy.h"
 
 static double now(void)
@@ -23,18 +24,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t) n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Seconds per call of `calls` calls: rewrite src, copy it into the next kept buffer. */
@@ -94,8 +83,8 @@ int main(int argc, char **argv)
             t_copy[t] = first ? b : a;
             ratio[t] = t_stream[t] / t_copy[t];
         }
-        printf("%zu %.1f %.1f %.3f\n", len, 1e9 * median(t_copy, trials),
-               1e9 * median(t_stream, trials), median(ratio, trials));
+        printf("%zu %.1f %.1f %.3f\n", len, 1e9 * bench_median(t_copy, trials),
+               1e9 * bench_median(t_stream, trials), bench_median(ratio, trials));
         fflush(stdout);
     }
     return 0;

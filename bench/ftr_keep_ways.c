@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_median.h"
 #include "ftrabit_copy.h"
 
 enum { MPI_WAY, FLOOR, FTR, SCRATCH, INPLACE_NT, INPLACE_CP, NWAYS };
@@ -69,18 +70,6 @@ static double batch(int way, int n, long iters)
     t = (MPI_Wtime() - t) / (double) iters;
     MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return slowest;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t) n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int main(int argc, char **argv)
@@ -138,7 +127,7 @@ int main(int argc, char **argv)
         if (0 == rank) {
             printf("%zu", bytes);
             for (int w = 0; w < NWAYS; w++) {
-                printf(" %.1f %.3f", 1e6 * median(t[w], trials), median(r[w], trials));
+                printf(" %.1f %.3f", 1e6 * bench_median(t[w], trials), bench_median(r[w], trials));
             }
             printf("\n");
             fflush(stdout);
