@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "bench_median.h"
-#include "ftrabit_copy.h"
+#include "ftr_nt_copy.h"
 
 enum { MPI_WAY, FLOOR, FTR, SCRATCH, INPLACE_NT, INPLACE_CP, NWAYS };
 static const char *names[NWAYS] = {"mpi", "floor", "ftr", "scratch", "inplace_nt", "inplace_cp"};

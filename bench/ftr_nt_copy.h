@@ -1,5 +1,6 @@
 /*
- * ompi-resilience: coll/ftrabit's copies of a collective's result (pure logic, no MPI).
+ * ompi-resilience benchmarks: a candidate for coll/ftrabit's copy of a kept result (pure
+ * logic, no MPI).
  *
  * Every FTR collective copies its result once: into the user's buffer or into the buffer
  * that keeps it for a replay. A kept result is read again only if a process fails, so its
@@ -9,13 +10,13 @@
  * written with non-temporal stores (x86-64's SSE2 movntdq, present on every x86-64 CPU);
  * other CPUs, and smaller copies, use memcpy. The bytes are memcpy's in every case.
  *
- * Not in the library yet: measured on the 2-core VM, neither streaming the kept copy nor
+ * Not in the library: measured on the 2-core VM, neither streaming the kept copy nor
  * making the result in a reused scratch buffer and streaming it out brought 1-8 MiB to the
  * floor (docs/bench/ftr-floor-2026-11-29.md); bench/ftr_copy_bench and bench/ftr_keep_ways
  * use it to measure that again on a quiet machine.
  */
-#ifndef FTRABIT_COPY_H
-#define FTRABIT_COPY_H
+#ifndef FTR_NT_COPY_H
+#define FTR_NT_COPY_H
 
 #include <stddef.h>
 #include <stdint.h>

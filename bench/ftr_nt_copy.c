@@ -9,7 +9,7 @@
  * buffer without the line being read first; the fence at the end orders those stores
  * before anything this process stores afterwards, as ordinary stores are.
  */
-#include "ftrabit_copy.h"
+#include "ftr_nt_copy.h"
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests of coll/ftrabit's kept-result copy (ftrabit_copy.h): the streamed copy writes
+ * Unit tests of the benchmarks' streamed copy (bench/ftr_nt_copy.h): it writes
  * memcpy's bytes, and nothing outside the destination, at every alignment of destination
  * and source and every tail length, for lengths around each of its steps (head, 64-byte
  * blocks, 16-byte steps, tail); ftrabit_copy_kept does the same on both sides of its
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ompi/mca/coll/ftrabit/ftrabit_copy.h"
+#include "bench/ftr_nt_copy.h"
 #include "unit.h"
 
 #define GUARD 64
