@@ -402,6 +402,10 @@ static int dr2_register(void)
     register_counter("duplicates", "Fragments and ACKs dropped as duplicates", &c->duplicates);
     register_counter("malformed", "Headers inconsistent with the receiver's state (dropped)",
                      &c->malformed);
+    register_counter("stale_msgs",
+                     "Messages of a freed communicator dropped (acknowledged) because another "
+                     "communicator now has its context id (told by the epoch in their header)",
+                     &c->stale_msgs);
     register_counter("frags_sent", "Fragments handed to the BTL", &c->frags_sent);
     register_counter("frags_received", "Data fragments received with a valid header",
                      &c->frags_received);
@@ -583,6 +587,8 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     OBJ_CONSTRUCT(&m->peers, opal_list_t);
     OBJ_CONSTRUCT(&m->deferred, opal_list_t);
     OBJ_CONSTRUCT(&m->nocomm, opal_list_t);
+    OBJ_CONSTRUCT(&m->freed_comms, opal_hash_table_t);
+    opal_hash_table_init(&m->freed_comms, 64);
     OBJ_CONSTRUCT(&m->peer_by_proc, opal_hash_table_t);
     opal_hash_table_init(&m->peer_by_proc, 256);
     OBJ_CONSTRUCT(&m->peer_by_endpoint, opal_hash_table_t);
@@ -658,6 +664,7 @@ static int dr2_fini(void)
     OBJ_DESTRUCT(&m->peer_by_endpoint);
     OBJ_DESTRUCT(&m->peer_by_proc);
     OBJ_DESTRUCT(&m->nocomm);
+    OBJ_DESTRUCT(&m->freed_comms);
     OBJ_DESTRUCT(&m->deferred);
     OBJ_DESTRUCT(&m->peers);
     OBJ_DESTRUCT(&m->lock);
