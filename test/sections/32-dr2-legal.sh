@@ -22,3 +22,23 @@ mpi dr2/cid-reuse-eager 2 pass test/mpi/dr2_cid_reuse "${DR2[@]}" "${FT[@]}" "${
     -- 50 8 12 expect-stale
 mpi dr2/cid-reuse-rndv 2 pass test/mpi/dr2_cid_reuse "${DR2[@]}" "${FT[@]}" "${CID_REUSE[@]}" \
     -- 20 8 65536 expect-stale
+# Injected corruption is there to be caught: under pml_dr2_checksum auto it puts payload
+# checksums on sm and self too, so dr2_stress's messages (up to 2 MiB) arrive intact
+# (before: delivered with the injected bit flips, 2 runs of 2), and no warning is printed;
+# under none the damage is delivered and every process says so (show_help, aggregated
+# by mpirun into one message).
+dr2_inject_corrupt() { # POLICY WARNING(yes|no) PROGRAM ARGS...
+    local policy=$1 warn=$2 prog=$3 rc timed_out log=$logs/dr2-inject-corrupt-$1-run.log
+    shift 3
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2[@]}" --mca btl sm,self \
+        --mca pml_dr2_checksum "$policy" --mca pml_dr2_inject_corrupt 0.02 -np 2 "$build/$prog" "$@"
+    cat "$log"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && grep -aq "^mpitest .*: np 2: PASS" "$log" || return 1
+    if [ "$warn" = yes ]; then
+        grep -aq "pml/dr2 injects corruption (pml_dr2_inject_corrupt 0.02) while payload checksums" "$log"
+    else
+        ! grep -aq "pml/dr2 injects corruption" "$log"
+    fi
+}
+check dr2/inject-corrupt-auto-checks-sm dr2_inject_corrupt auto no test/mpi/dr2_stress 10 expect-faults
+check dr2/inject-corrupt-none-warns dr2_inject_corrupt none yes test/mpi/dr2_ack_ride corrupt

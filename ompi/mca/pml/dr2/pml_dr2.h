@@ -163,6 +163,9 @@ typedef struct mca_pml_dr2_t {
     double inject_nomem;      /* receive buffers refused (mca_pml_dr2_rx_buffer_alloc) */
     unsigned inject_seed;
     bool inject_enabled;      /* any injection probability > 0 */
+    /* the payload checksum policy followed: pml_dr2_checksum, but crc32c for auto while
+     * corruption is injected (injected damage is there to be caught, not delivered) */
+    int checksum_in_use;
 
     /* ---- state ---- */
     opal_recursive_mutex_t lock;
