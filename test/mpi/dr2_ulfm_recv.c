@@ -3,7 +3,7 @@
  * in them dies (mpirun --with-ft ulfm; written for pml/dr2, run over ob1 as well to show
  * that what it checks is what ULFM promises).
  *
- *   dr2_ulfm_recv failure      np 2 + one process per scenario (9)
+ *   dr2_ulfm_recv failure      np 2 + one process per scenario (11)
  *
  * Rank 0 receives, rank 1 sends, and every scenario kills one more process (ranks 2, 3, ...
  * in turn), which never takes part in the operation under test. ULFM says (MPI 4 FT
@@ -29,6 +29,10 @@
  *                        when the victim dies completes with it; started again, it still
  *                        takes any source (a message rank 0 sends itself)
  *   any-tag-named        MPI_Recv(1, ANY_TAG) of rank 1's rendezvous across a failure
+ *   cancel-any           an MPI_Irecv(ANY_SOURCE) cancelled after a failure: cancelled, and
+ *                        MPI_Wait returns MPI_SUCCESS
+ *   proc-null            MPI_Recv, MPI_Irecv and MPI_Probe from MPI_PROC_NULL after a
+ *                        failure: at once, source MPI_PROC_NULL, no data
  *
  * Rank 1 tells a scenario's victim to die only once rank 0 has matched its rendezvous (its
  * data fragments are being sent: pml/dr2's MPI_T counter pml_dr2_frags_sent; over another
@@ -373,6 +377,49 @@ static void any_tag_named(int v)
     }
 }
 
+static void cancel_any(int v)
+{
+    if (0 == mt_rank) {
+        MPI_Status st;
+        MPI_Request req;
+        int got = -1, cancelled = 0, rc;
+        MPI_Irecv(&got, 1, MPI_INT, MPI_ANY_SOURCE, TAG_DATA, world, &req);
+        kill_victim(v);
+        wait_failure_known(v);
+        MPI_Cancel(&req);
+        rc = MPI_Wait(&req, &st);
+        MPI_Test_cancelled(&st, &cancelled);
+        MT_CHECK(MPI_SUCCESS == rc && cancelled,
+                 "an MPI_Irecv(ANY_SOURCE) cancelled after a failure: error class %d, "
+                 "cancelled %d", error_class(rc), cancelled);
+    }
+}
+
+static void proc_null(int v)
+{
+    if (0 == mt_rank) {
+        MPI_Status st;
+        MPI_Request req;
+        int got = -1, count = -1, rc;
+        kill_victim(v);
+        wait_failure_known(v);
+        rc = MPI_Recv(&got, 1, MPI_INT, MPI_PROC_NULL, TAG_DATA, world, &st);
+        MPI_Get_count(&st, MPI_INT, &count);
+        MT_CHECK(MPI_SUCCESS == rc && MPI_PROC_NULL == st.MPI_SOURCE && 0 == count && -1 == got,
+                 "MPI_Recv(MPI_PROC_NULL): error class %d, source %d, count %d",
+                 error_class(rc), st.MPI_SOURCE, count);
+        MPI_Irecv(&got, 1, MPI_INT, MPI_PROC_NULL, TAG_DATA, world, &req);
+        rc = MPI_Wait(&req, &st);
+        MT_CHECK(MPI_SUCCESS == rc && MPI_PROC_NULL == st.MPI_SOURCE,
+                 "MPI_Irecv(MPI_PROC_NULL): error class %d, source %d", error_class(rc),
+                 st.MPI_SOURCE);
+        rc = MPI_Probe(MPI_PROC_NULL, TAG_DATA, world, &st);
+        MT_CHECK(MPI_SUCCESS == rc && MPI_PROC_NULL == st.MPI_SOURCE,
+                 "MPI_Probe(MPI_PROC_NULL): error class %d, source %d", error_class(rc),
+                 st.MPI_SOURCE);
+    }
+}
+
 typedef struct {
     const char *name;
     void (*run)(int victim);
@@ -382,7 +429,8 @@ static const scenario_t failure_scenarios[] = {
     {"recv-any-matched", recv_any_matched},   {"irecv-any-matched", irecv_any_matched},
     {"recv-any-unmatched", recv_any_unmatched}, {"irecv-any-unmatched", irecv_any_unmatched},
     {"probe-any", probe_any},                 {"persistent-any", persistent_any},
-    {"any-tag-named", any_tag_named},
+    {"any-tag-named", any_tag_named},         {"cancel-any", cancel_any},
+    {"proc-null", proc_null},
 };
 #define NSCENARIOS ((int) (sizeof(failure_scenarios) / sizeof(failure_scenarios[0])))
 

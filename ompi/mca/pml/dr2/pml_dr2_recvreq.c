@@ -429,6 +429,7 @@ int mca_pml_dr2_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
     /* the message was taken out of the matching queues by the matched probe */
     mca_pml_dr2_recv_request_matched(req, msg);
     mca_pml_dr2_leave();
+    OBJ_RELEASE(comm); /* the message's hold (do_improbe); the request holds it now */
     ompi_message_return(*message);
     *message = MPI_MESSAGE_NULL;
     return OMPI_SUCCESS;
@@ -518,6 +519,9 @@ static int do_improbe(int src, int tag, ompi_communicator_t *comm, int *matched,
             opal_list_remove_item(&((mca_pml_dr2_comm_t *) comm->c_pml_comm)->unexpected,
                                   &msg->super.super);
             msg->matched = true;
+            /* the communicator may be freed before MPI_Mrecv (MPI_Comm_free leaves pending
+             * operations to complete): the message holds it, as a request would */
+            OBJ_RETAIN(comm);
             m->comm = comm;
             m->req_ptr = msg;
             m->peer = msg->src;
