@@ -20,7 +20,9 @@
 #include <mpi-ext.h>
 
 #include "ftrabit.h"
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_notice.h"
 #include "../../common/ompires/ompires_sigpipe.h"
 
 char *ftrabit_program;
@@ -84,33 +86,15 @@ static void ftrabit_remember_program(int *argc, char ***argv)
     }
 }
 
-int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
+/* FTR_Init in a process started with the job, without spares: its state on a dup of
+ * MPI_COMM_WORLD. */
+static int ftrabit_init_original(MPI_Comm *world)
 {
-    int initialized, provided, rank, size, err;
-    MPI_Comm parent;
+    int rank, size, err;
+    MPI_Comm own;
 
-    MPI_Initialized(&initialized);
-    if (!initialized) {
-        err = MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
-        if (MPI_SUCCESS != err) {
-            return err;
-        }
-    }
-    ftrabit_read_settings();
-    ftrabit_remember_program(argc, argv);
-    /* A survivor writing to a process that just died must not die of SIGPIPE. */
-    (void) ompires_ignore_sigpipe_if_default();
-
-    MPI_Comm_get_parent(&parent);
-    if (MPI_COMM_NULL != parent) {
-        return ftrabit_join_as_replacement(parent, world);
-    }
-    if (ftrabit_settings.spares > 0) {
-        return ftrabit_spares_init(world); /* in a spare: once it replaces a dead rank */
-    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm own;
     err = MPI_Comm_dup(MPI_COMM_WORLD, &own);
     if (MPI_SUCCESS != err) {
         return err;
@@ -122,6 +106,44 @@ int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
         return MPI_ERR_NO_MEM;
     }
     return ftrabit_state_hand_out(st, world);
+}
+
+int FTR_Init(int *argc, char ***argv, MPI_Comm *world)
+{
+    int initialized, provided, err;
+    MPI_Comm parent;
+
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        err = MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+        if (MPI_SUCCESS != err) {
+            return err;
+        }
+    }
+    ftrabit_read_settings();
+    ftrabit_notice_install(); /* a SIGTERM becomes a preemption notice */
+    ftrabit_remember_program(argc, argv);
+    /* A survivor writing to a process that just died must not die of SIGPIPE. */
+    (void) ompires_ignore_sigpipe_if_default();
+
+    MPI_Comm_get_parent(&parent);
+    if (MPI_COMM_NULL != parent) {
+        return ftrabit_join_as_replacement(parent, world);
+    }
+    if (ftrabit_settings.spares > 0) {
+        err = ftrabit_spares_init(world); /* in a spare: once it replaces a dead rank */
+    } else {
+        err = ftrabit_init_original(world);
+    }
+    /* A job started with coll_ftrabit_checkpoint_dir resumes from disk, all ranks together
+     * before any collective of theirs (a replacement gets the version from its peers). */
+    if (MPI_SUCCESS == err && FTR_ORIGIN_ORIGINAL == ftrabit_origin) {
+        ftrabit_state_t *st = ftrabit_state_of(*world);
+        if (NULL != st && ftrabit_durable_enabled(st)) {
+            err = ftrabit_durable_restore(st);
+        }
+    }
+    return err;
 }
 
 /* Every process, survivor or replacement, leaves through one agreement per communicator
