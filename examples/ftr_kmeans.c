@@ -21,6 +21,13 @@
  *   --hold R:I          original rank R stops at iteration I (before its allreduce), leaves
  *                       the mark "held-R" in --kill-marks' DIR and waits to be killed from
  *                       outside (a test killing a whole host while the job runs). Repeatable.
+ *   --pause R:I         original rank R stops at iteration I (before its allreduce), leaves
+ *                       the mark "paused-R" (holding its pid) in --kill-marks' DIR and goes on
+ *                       once the mark is removed (a test sending it a signal, or waiting for
+ *                       something outside, at a known point). Repeatable.
+ *   --notice R:I        original rank R sends itself SIGTERM at iteration I (before its
+ *                       allreduce), as a preemption notice would, and goes on if it lives.
+ *                       Repeatable.
  *   --kill-marks DIR    each kill happens once: the dying process leaves a mark in DIR, so
  *                       its replacement replaying that iteration does not die again, but a
  *                       later kill of the same rank still happens. Without it, replacements
@@ -36,6 +43,12 @@
  *                       classic restart of a whole job after a failure killed it.
  *   --keep-comm         do not free the communicator FTR_Init gave (MPI allows that; the
  *                       job must still end).
+ *   --local-assignments the local checkpoint also holds each point's cluster and the moves
+ *                       counted since the start, so that a rank resuming from a checkpoint
+ *                       counts the same moves as a run without failures; each rank prints
+ *                       "rank R local fingerprint F" of it at the end (tests of restarts).
+ * Durable checkpoints: with --mca coll_ftrabit_checkpoint_dir DIR the checkpoints are also
+ * written under DIR, and the job started again the same way resumes from them.
  */
 #include <math.h>
 #include <mpi.h>
@@ -53,10 +66,13 @@ enum where { BEFORE_ALLREDUCE, AFTER_ALLREDUCE, BEFORE_BCAST, BEFORE_CHECKPOINT 
 static const char *where_names[] = {"before-allreduce", "after-allreduce", "before-bcast",
                                     "before-checkpoint"};
 
+/* What happens at a --kill, --hold, --pause or --notice point. */
+enum how { KILL, HOLD, PAUSE, NOTICE };
+
 typedef struct {
     int rank, iteration;
     enum where where;
-    int hold; /* wait to be killed from outside instead of raising SIGKILL */
+    enum how how;
 } kill_t;
 
 static kill_t kills[64];
@@ -108,16 +124,46 @@ static void hold_until_killed(int rank, int iteration)
     }
 }
 
+/* --pause: tell the outside we are here (the mark, with our pid), go on once it is gone */
+static void pause_until_released(int rank, int iteration)
+{
+    char path[4096];
+    const struct timespec tick = {0, 10000000};
+    snprintf(path, sizeof(path), "%s/paused-%d", kill_marks, rank);
+    FILE *f = fopen(path, "w");
+    if (NULL != f) {
+        fprintf(f, "%d\n", (int) getpid());
+        fclose(f);
+    }
+    fprintf(stderr, "ftr_kmeans: rank %d paused at iteration %d\n", rank, iteration);
+    fflush(stderr);
+    while (0 == access(path, F_OK)) {
+        nanosleep(&tick, NULL);
+    }
+}
+
 static void maybe_die(int rank, int iteration, enum where where)
 {
     for (int i = 0; i < nkills; i++) {
         if (kills[i].rank == rank && kills[i].iteration == iteration && kills[i].where == where
             && first_time(i)) {
+            if (PAUSE == kills[i].how) {
+                pause_until_released(rank, iteration);
+                continue;
+            }
             if (timeline) {
-                printf("timeline rank %d kill %d %.6f\n", rank, iteration, wall_now());
+                printf("timeline rank %d %s %d %.6f\n", rank,
+                       NOTICE == kills[i].how ? "notice" : "kill", iteration, wall_now());
                 fflush(stdout);
             }
-            if (kills[i].hold) {
+            if (NOTICE == kills[i].how) {
+                fprintf(stderr, "ftr_kmeans: rank %d sends itself SIGTERM at iteration %d\n",
+                        rank, iteration);
+                fflush(stderr);
+                raise(SIGTERM);
+                continue;
+            }
+            if (HOLD == kills[i].how) {
                 hold_until_killed(rank, iteration);
             }
             fprintf(stderr, "ftr_kmeans: rank %d killing itself at iteration %d (%s)\n", rank,
@@ -128,10 +174,10 @@ static void maybe_die(int rank, int iteration, enum where where)
     }
 }
 
-static int parse_kill(const char *spec, int hold)
+static int parse_kill(const char *spec, enum how how)
 {
     char where[64] = "before-allreduce";
-    kill_t k = {.hold = hold};
+    kill_t k = {.how = how};
     if (nkills == 64 || sscanf(spec, "%d:%d:%63s", &k.rank, &k.iteration, where) < 2) {
         return -1;
     }
@@ -222,7 +268,7 @@ int main(int argc, char **argv)
     MPI_Comm world, parent;
     int rank, size, version;
     const char *checkpoint_file = NULL;
-    int restart_from_file = 0, keep_comm = 0;
+    int restart_from_file = 0, keep_comm = 0, local_assignments = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--replacement-stalls") && i + 1 < argc) {
@@ -244,14 +290,17 @@ int main(int argc, char **argv)
         else if (ok && !strcmp(argv[i], "--points")) n = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--clusters")) clusters = atoi(argv[++i]);
         else if (ok && !strcmp(argv[i], "--dims")) dims = atoi(argv[++i]);
-        else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i], 0) == 0;
-        else if (ok && !strcmp(argv[i], "--hold")) ok = parse_kill(argv[++i], 1) == 0;
+        else if (ok && !strcmp(argv[i], "--kill")) ok = parse_kill(argv[++i], KILL) == 0;
+        else if (ok && !strcmp(argv[i], "--hold")) ok = parse_kill(argv[++i], HOLD) == 0;
+        else if (ok && !strcmp(argv[i], "--pause")) ok = parse_kill(argv[++i], PAUSE) == 0;
+        else if (ok && !strcmp(argv[i], "--notice")) ok = parse_kill(argv[++i], NOTICE) == 0;
         else if (ok && !strcmp(argv[i], "--kill-marks")) kill_marks = argv[++i];
         else if (ok && !strcmp(argv[i], "--replacement-stalls")) ++i;
         else if (!strcmp(argv[i], "--timeline")) ok = timeline = 1;
         else if (ok && !strcmp(argv[i], "--checkpoint-file")) checkpoint_file = argv[++i];
         else if (!strcmp(argv[i], "--restart-from-file")) ok = restart_from_file = 1;
         else if (!strcmp(argv[i], "--keep-comm")) ok = keep_comm = 1;
+        else if (!strcmp(argv[i], "--local-assignments")) ok = local_assignments = 1;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "ftr_kmeans: bad argument '%s' (see the comment at the top of "
@@ -264,8 +313,9 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     for (int i = 0; i < nkills; i++) {
-        if (kills[i].hold && NULL == kill_marks) {
-            fprintf(stderr, "ftr_kmeans: --hold needs --kill-marks DIR (where it leaves its mark)\n");
+        if ((HOLD == kills[i].how || PAUSE == kills[i].how) && NULL == kill_marks) {
+            fprintf(stderr, "ftr_kmeans: --hold and --pause need --kill-marks DIR (where they "
+                            "leave their mark)\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -295,8 +345,11 @@ int main(int argc, char **argv)
     size_t model_len = 1 + (size_t) clusters * dims;
     double *model = calloc(model_len, sizeof(double));
     double *centroids = model + 1;
-    long moved = 0; /* local state: points that changed cluster in the last iteration */
-    int *assignment = calloc((size_t) n, sizeof(int));
+    /* Local state: points that changed cluster in the last iteration; with
+     * --local-assignments, those since the start and each point's cluster. */
+    size_t local_len = sizeof(long) + (local_assignments ? sizeof(int) * (size_t) n : 0);
+    long *local = calloc(1, local_len), *moved = local;
+    int *assignment = local_assignments ? (int *) (local + 1) : calloc((size_t) n, sizeof(int));
 
     /* Initialisation before the first checkpoint: kept for the job by call site. */
     long total = n;
@@ -306,8 +359,8 @@ int main(int argc, char **argv)
     ftr_check(FTR_Bcast_bootstrap(centroids, clusters * dims, MPI_DOUBLE, 0, &world),
               "FTR_Bcast_bootstrap");
 
-    ftr_check(FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, &moved,
-                                  sizeof(moved), &version),
+    ftr_check(FTR_Load_checkpoint(&world, model, sizeof(double) * model_len, local, local_len,
+                                  &version),
               "FTR_Load_checkpoint");
     /* A whole-job restart: a fresh job (version 0) that continues from the file. */
     if (restart_from_file && 0 == version && !is_replacement) {
@@ -336,7 +389,9 @@ int main(int argc, char **argv)
     double t0 = MPI_Wtime();
     for (int it = start; it < iterations; it++) {
         memset(sums, 0, sizeof(double) * (size_t) clusters * stride);
-        moved = 0;
+        if (!local_assignments) {
+            *moved = 0;
+        }
         for (int i = 0; i < n; i++) {
             int best = 0;
             double best_d = INFINITY;
@@ -351,7 +406,7 @@ int main(int argc, char **argv)
                     best = c;
                 }
             }
-            moved += assignment[i] != best;
+            *moved += assignment[i] != best;
             assignment[i] = best;
             for (int k = 0; k < dims; k++) sums[best * stride + k] += pts[i * dims + k];
             sums[best * stride + dims] += 1.0;
@@ -373,8 +428,7 @@ int main(int argc, char **argv)
         model[0] = it + 1;
         if ((it + 1) % every == 0) {
             maybe_die(original_rank, it, BEFORE_CHECKPOINT);
-            ftr_check(FTR_Checkpoint(&world, model, sizeof(double) * model_len, &moved,
-                                     sizeof(moved)),
+            ftr_check(FTR_Checkpoint(&world, model, sizeof(double) * model_len, local, local_len),
                       "FTR_Checkpoint");
             if (NULL != checkpoint_file) {
                 int now_rank;
@@ -396,11 +450,18 @@ int main(int argc, char **argv)
         printf("final centroids fingerprint %016llx after %d iterations on %d ranks (%.2f s)\n",
                (unsigned long long) fp, iterations, size, elapsed);
     }
+    if (local_assignments) {
+        printf("rank %d local fingerprint %016llx\n", original_rank,
+               (unsigned long long) fingerprint(local, local_len));
+    }
     fflush(stdout);
     free(pts);
     free(centres);
     free(model);
-    free(assignment);
+    if (!local_assignments) {
+        free(assignment);
+    }
+    free(local);
     free(sums);
     if (!keep_comm) {
         MPI_Comm_free(&world);

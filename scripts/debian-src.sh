@@ -1,5 +1,5 @@
 # ompi-resilience: sourced by the scripts that fetch Debian source packages
-# (scripts/ompi-bootstrap.sh: openmpi from trixie; scripts/mpich-pt2pt.sh: mpich;
+# (scripts/ompi-bootstrap.sh: openmpi from trixie; scripts/check-mpich.sh: mpich;
 # bench/run-dr2.sh: netpipe). One deb-src entry per Debian suite, in
 # /etc/apt/sources.list.d/ompi-resilience-SUITE-src.sources, pointing at the archive this
 # machine already uses.

@@ -12,6 +12,8 @@ export OMPI_PREFIX
 # The multi-host cluster tests (test/cluster/) need iptables, which a fresh machine lacks;
 # without it (or without root) they are skipped, saying why.
 "$src/test/cluster/cluster.sh" install-deps || echo "test.sh: the multi-host cluster tests will be skipped" >&2
+# Slurm and MUNGE for the Slurm tests on that cluster (test/cluster/slurm.sh); skipped without.
+"$src/test/cluster/slurm.sh" install-deps || echo "test.sh: the Slurm tests will be skipped" >&2
 # gdb, for the stacks of a job that hangs (test/hang-stacks.sh); the tests run without it.
 if ! command -v gdb >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q gdb >/dev/null 2>&1 \

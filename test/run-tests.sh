@@ -73,6 +73,11 @@ wait_timed() {
     wait "$job"
     rc=$?
     hang_unwatch "$log.stacks"
+    # Open MPI's help messages forwarded from a process under --with-ft ulfm can end with a
+    # NUL byte, glued to the start of the next line: drop them so that lines match.
+    if grep -qaP '\x00' "$log" 2>/dev/null; then
+        tr -d '\000' <"$log" >"$log.nul" && mv "$log.nul" "$log"
+    fi
     timed_out=0
     if grep -aq "^timeout: sending signal" "$log"; then
         timed_out=1
@@ -195,10 +200,10 @@ done
 # Leave nothing behind: a leftover rank would slow every later run on this machine. Only
 # this run's processes (they inherit its OMPIRES_TEST_RUN): a kill campaign or another test
 # run using the same build at the same time is left alone (ending them here made their
-# jobs look hung).
+# jobs look hung). SIGKILL: coll/ftrabit takes a first SIGTERM as a preemption notice.
 for pid in $(pgrep -f "$build/test/" || true); do
     if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPIRES_TEST_RUN=$OMPIRES_TEST_RUN"; then
-        kill "$pid" 2>/dev/null || true
+        kill -KILL "$pid" 2>/dev/null || true
     fi
 done
 

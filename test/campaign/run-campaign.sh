@@ -20,6 +20,10 @@
 #   --list           print the scenarios, run nothing
 #   --rejudge        run nothing: judge again the runs of --logs' results.tsv from their logs
 #                    (after a change of the rules), then write the summary and report
+#   --restart        every run writes durable checkpoints (coll_ftrabit_checkpoint_dir, a
+#                    directory of its own); a run that ended with "recovery is not possible"
+#                    is started again from it, without kills, with the number of ranks its
+#                    message names, and must end right (`make campaign` passes it)
 # Needs OMPI_PREFIX. Exit status 0 when no run gave a wrong result or hung.
 #
 # A scenario: a policy (respawn, shrink, or respawn with warm spares), np 3-10, a datatype
@@ -40,13 +44,16 @@
 # kills may count a dead rank's contribution where this one does not), error (the job
 # ended with an error FTR_* documents: "recovery is not possible", a replacement that never
 # joined, a shrink broadcast whose root died), wrong (anything else, a process that crashed
-# among it), hung (the timeout).
+# among it), hung (the timeout). With --restart, a restart after "recovery is not possible"
+# is right when it ends as the failure-free run (respawn and spares: every rank prints the
+# reference fingerprint; shrink: one fingerprint, each result checked by the program, on
+# the ranks of the checkpoint), wrong or hung otherwise, and counts in the exit status.
 set -u
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=test/hang-stacks.sh
 . "$src/test/hang-stacks.sh"
 build="" runs=200 seed=1 max_np=10 max_bytes=8388608 timeout_s=120 logs=campaign-logs out="" pml=""
-only=() list=0 rejudge=0
+only=() list=0 rejudge=0 restart=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --build) build=$2; shift ;;
@@ -61,6 +68,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift ;;
         --list) list=1 ;;
         --rejudge) rejudge=1 ;;
+        --restart) restart=1 ;;
         *) echo "run-campaign.sh: unknown option '$1' (see the comment at the top)" >&2; exit 2 ;;
     esac
     shift
@@ -170,7 +178,8 @@ draw_scenario() {
 }
 
 # The mpirun options and program arguments of the drawn scenario (a bash array, by name).
-scenario_command() { # scenario_command ARRAY_NAME WITH_KILLS(0|1) MARKS_DIR
+scenario_command() { # scenario_command ARRAY_NAME WITH_KILLS(0|1) MARKS_DIR; with scenario_dir set, durable
+# checkpoints go there; with scenario_np set, that many processes
     local -n out_cmd=$1
     local with_kills=$2 marks=$3 k mca=() prog_args=() x
     [ "$policy" = shrink ] && mca+=(--mca coll_ftrabit_recovery shrink)
@@ -192,6 +201,8 @@ scenario_command() { # scenario_command ARRAY_NAME WITH_KILLS(0|1) MARKS_DIR
     fi
     local n=$np
     [ "$with_kills" = 0 ] && n=$app # the reference: no spares
+    [ -n "${scenario_np:-}" ] && n=$scenario_np
+    [ -n "${scenario_dir:-}" ] && mca+=(--mca coll_ftrabit_checkpoint_dir "$scenario_dir")
     out_cmd=("${mpirun[@]}" "${mca[@]}" -np "$n" "$prog" "${prog_args[@]}")
 }
 
@@ -252,7 +263,7 @@ reference_of() {
 # FTR_Bcast(3)): lost results or checkpoints, replacements that never join, a shrink
 # broadcast whose root died before anybody got its data (every rank gets MPI_ERR_ROOT and
 # one of them prints the message, unless mpirun ended it first: the others exit at once).
-documented_errors="recovery is not possible|recovery did not finish within coll_ftrabit_recovery_timeout|its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT"
+documented_errors="recovery is not possible|recovery made no progress for coll_ftrabit_recovery_timeout|its root died before any survivor|FTR_Bcast failed: MPI_ERR_ROOT"
 
 # complete LOG EXPECTED: every rank that must end printed its result. Under respawn each
 # rank 0..EXPECTED-1 printed (and said so on EXPECTED ranks); a process may also print and
@@ -316,6 +327,44 @@ judge() {
     fi
 }
 
+# restart_scenario I LOG DIR REFERENCE: the run LOG ended with "recovery is not possible":
+# the job started again from DIR, without kills, on the ranks the message names (spares are
+# not needed: the checkpoint is of the application's ranks). Appends a line to restarts.tsv.
+restart_scenario() {
+    local i=$1 first=$2 dir=$3 reference=$4 log=$2.restart cmd=() n start took resumed
+    local rverdict rwhy got
+    n=$(sed -n 's/.*start it again with the same number of ranks (\([0-9]*\)).*/\1/p' "$first" | head -n 1)
+    if [ -z "$n" ]; then
+        rverdict=wrong rwhy="no restart command was printed" took=0 resumed=""
+    else
+        scenario_dir=$dir scenario_np=$n scenario_command cmd 0 ""
+        printf '# restart of scenario %d of seed %d: %s\n' "$i" "$seed" "${cmd[*]}" >"$log.cmd"
+        start=$(date +%s)
+        run_job "$log" "${cmd[@]}"
+        took=$(($(date +%s) - start))
+        resumed=$(sed -n 's/.*restarting from durable checkpoint version \([0-9]*\) .*/\1/p' "$log" | head -n 1)
+        got=$(fingerprints "$log" | sort -u)
+        rverdict=right rwhy=""
+        if [ $hung = 1 ]; then
+            rverdict=hung rwhy="no end after ${timeout_s}s"
+        elif grep -aq "WRONG:" "$log"; then
+            rverdict=wrong rwhy=$(grep -a -m1 "WRONG:" "$log")
+        elif [ $rc -ne 0 ]; then
+            rverdict=wrong rwhy="exit $rc"
+        elif [ "$policy" = shrink ]; then
+            [ "$(wc -l <<<"$got")" = 1 ] && [ -n "$got" ] && [ "$(ranks_reported "$log")" = "$n" ] \
+                && [ "$(fingerprints "$log" | wc -l)" = "$n" ] \
+                || rverdict=wrong rwhy="fingerprints $(echo $got) on $(echo $(ranks_reported "$log")) ranks"
+        elif [ "$got" != "$reference" ] || ! complete "$log" "$n"; then
+            rverdict=wrong rwhy="fingerprint(s) $(echo $got), reference $reference"
+        fi
+    fi
+    printf '%d\t%s\t%s\t%d\t%s\n' "$i" "$rverdict" "${resumed:-0}" "$took" "$rwhy" >>"$restarts"
+    printf '    restart: %-6s %3ds  from version %s%s\n' "$rverdict" "$took" "${resumed:-0 (the start)}" \
+        "${rwhy:+  ($rwhy)}"
+    case "$rverdict" in right) ;; *) echo "    log: $log   command: $log.cmd" ;; esac
+}
+
 # run_scenario I: draws it, runs it (and its reference), appends a line to results.tsv.
 run_scenario() {
     local i=$1 cmd=() reference marks log start took
@@ -333,7 +382,9 @@ run_scenario() {
         reference=$(reference_of) || reference=""
     fi
     marks=$(mktemp -d)
-    scenario_command cmd 1 "$marks"
+    local dir=""
+    [ $restart = 1 ] && dir=$(mktemp -d)
+    scenario_dir=$dir scenario_command cmd 1 "$marks"
     printf '# scenario %d of seed %d: %s\n' "$i" "$seed" "${cmd[*]}" >"$log.cmd"
     start=$(date +%s)
     run_job "$log" "${cmd[@]}"
@@ -359,6 +410,11 @@ run_scenario() {
         right | error) rm -f "$log.reference" ;;
         *) echo "    log: $log   command: $log.cmd" ;;
     esac
+    if [ -n "$dir" ] && [ "$verdict" = error ] && grep -aq "recovery is not possible" "$log"; then
+        restart_scenario "$i" "$log" "$dir" "$reference"
+    fi
+    [ -n "$dir" ] && rm -rf "$dir"
+    return 0
 }
 
 # ---- the report ----------------------------------------------------------------------------
@@ -411,7 +467,7 @@ write_report() {
              "the failure there was noticed) and, under respawn, a" \
              "replacement or spare ran; a **documented error** when the job ended with an error" \
              "FTR_* documents (\"recovery is not possible\": results or a checkpoint died with all" \
-             "their holders; \"recovery did not finish within coll_ftrabit_recovery_timeout\": a" \
+             "their holders; \"recovery made no progress for coll_ftrabit_recovery_timeout\": a" \
              "replacement never joined; a shrink broadcast whose root, one of the killed ranks," \
              "died before anybody got its data) before every rank printed a result and no process" \
              "crashed (Open MPI's fatal-signal handler printed nothing); **wrong** otherwise;" \
@@ -426,6 +482,20 @@ write_report() {
         table "program" '($10 ? "keeps its communicator" : "frees its communicator")'
         table "processes (np)" '$5'
         table "victims" '$16'
+        if [ -s "$restarts" ]; then
+            echo
+            echo "## Restarts from coll_ftrabit_checkpoint_dir"
+            echo
+            echo "Every run wrote durable checkpoints to a directory of its own (\`--restart\`);" \
+                 "each that ended with \"recovery is not possible\" was started again from it," \
+                 "without kills, on the ranks its message named, and must end as the" \
+                 "failure-free run: $(awk -F'\t' '$2 == "right" { n++ } END { print n + 0 }' "$restarts")" \
+                 "of $(wc -l <"$restarts") did."
+            echo
+            echo "| scenario | restart | resumed from version | seconds | why |"
+            echo "|---:|---|---:|---:|---|"
+            awk -F'\t' '{ printf "| %d | %s | %s | %d | %s |\n", $1, $2, ($3 == 0 ? "0 (the start)" : $3), $4, $5 }' "$restarts"
+        fi
         echo
         if awk -F'\t' '$13 != "right" { f = 1 } END { exit !f }' "$results"; then
             echo "## Runs that did not end right"
@@ -440,9 +510,9 @@ write_report() {
 # ---- main ----------------------------------------------------------------------------------
 indices=("${only[@]}")
 [ ${#indices[@]} -eq 0 ] && indices=($(seq 1 "$runs"))
-results=$logs/results.tsv
-[ ${#only[@]} -gt 0 ] && results=$logs/results-only.tsv
-[ $rejudge = 1 ] || rm -f "$results"
+results=$logs/results.tsv restarts=$logs/restarts.tsv
+[ ${#only[@]} -gt 0 ] && results=$logs/results-only.tsv restarts=$logs/restarts-only.tsv
+[ $rejudge = 1 ] || rm -f "$results" "$restarts"
 if [ $list = 1 ]; then
     for i in "${indices[@]}"; do
         draw_scenario "$i"
@@ -507,6 +577,8 @@ if [ ${#only[@]} -gt 0 ]; then
     for i in "${only[@]}"; do cat "$logs/$(printf '%03d' "$i").log.cmd"; done
 fi
 summary=$(awk -F'\t' '{ t[$13]++; r++ } END { printf "%d runs: %d right, %d documented error, %d wrong, %d hung", r, t["right"], t["error"], t["wrong"], t["hung"] }' "$results")
+[ -s "$restarts" ] && summary="$summary; $(awk -F'\t' '{ t[$2]++; r++ } END { printf "%d restarts: %d right, %d wrong, %d hung", r, t["right"], t["wrong"], t["hung"] }' "$restarts")"
 echo "$summary"
 [ -n "$out" ] && [ ${#only[@]} -eq 0 ] && write_report && echo "report: $out"
-! awk -F'\t' '$13 == "wrong" || $13 == "hung" { f = 1 } END { exit !f }' "$results"
+! awk -F'\t' '$13 == "wrong" || $13 == "hung" { f = 1 } END { exit !f }' "$results" \
+    && ! awk -F'\t' '$2 != "right" { f = 1 } END { exit !f }' "$restarts" 2>/dev/null

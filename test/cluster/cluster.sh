@@ -8,7 +8,9 @@
 #
 # mpirun runs inside host h0 and starts PRRTE's daemons on the other hosts through the ssh
 # launcher, with an agent (plm_ssh_agent) that enters the host's namespaces instead of
-# opening an ssh connection.
+# opening an ssh connection. Each host also has a disk of its own: one directory, the same
+# path on every host (cluster_node_local_dir), whose contents are the host's (a bind mount
+# in a mount namespace of the host's processes), for node-local files that die with it.
 #
 # As a library (tests, benches):
 #   . test/cluster/cluster.sh
@@ -139,7 +141,7 @@ cluster_hosts_arg() { # SLOTS [COUNT]: "h0:SLOTS,10.91.3.2:SLOTS,..." for the fi
 cluster_unavailable() {
     local tool probe
     [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)"; return 0; }
-    for tool in ip unshare hostname perl iptables; do
+    for tool in ip unshare hostname perl iptables mount; do
         command -v "$tool" >/dev/null 2>&1 || {
             echo "'$tool' is missing (test/cluster/cluster.sh install-deps installs it)"; return 0; }
     done
@@ -149,6 +151,12 @@ cluster_unavailable() {
     if ! ip netns exec "$probe" unshare --uts -- true 2>/dev/null; then
         ip netns del "$probe"
         echo "cannot make a UTS namespace (unshare --uts)"
+        return 0
+    fi
+    if ! ip netns exec "$probe" unshare --mount --propagation private -- \
+            mount --bind / /mnt 2>/dev/null; then
+        ip netns del "$probe"
+        echo "cannot bind-mount in a mount namespace (unshare --mount, mount --bind)"
         return 0
     fi
     if ! cluster_pick_iptables "$probe" >/dev/null; then
@@ -174,7 +182,8 @@ cluster_pick_iptables() { # NS
 # Debian packages the cluster needs: iptables is not installed on a fresh machine.
 cluster_install_deps() {
     local missing=() pkg cmd pkg_cmd
-    for pkg_cmd in iproute2:ip util-linux:unshare hostname:hostname iptables:iptables perl-base:perl; do
+    for pkg_cmd in iproute2:ip util-linux:unshare hostname:hostname iptables:iptables perl-base:perl \
+                   mount:mount; do
         pkg=${pkg_cmd%%:*} cmd=${pkg_cmd#*:}
         command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
     done
@@ -242,7 +251,7 @@ cluster_up() {
 cluster_build() { # N: the switch namespace exists; make the state, the bridges and the hosts
     local n=$1 sw i k ns net
     sw=$(cluster_switch_ns)
-    mkdir -p "$CLUSTER_DIR" || return 1
+    mkdir -p "$CLUSTER_DIR" "$CLUSTER_DIR/node-local" || return 1
     CLUSTER_IPTABLES=$(cluster_pick_iptables "$sw") || return 1
     printf 'CLUSTER_ID=%s\nCLUSTER_HOSTS=%s\nCLUSTER_IPTABLES=%s\n' \
         "$CLUSTER_ID" "$CLUSTER_HOSTS" "$CLUSTER_IPTABLES" >"$CLUSTER_DIR/cluster.env"
@@ -254,6 +263,7 @@ cluster_build() { # N: the switch namespace exists; make the state, the bridges 
     done
     for ((i = 0; i < n; i++)); do
         ns=${CLUSTER_NS_PREFIX}$CLUSTER_ID-h$i
+        mkdir -p "$(cluster_host_disk "h$i")" || return 1
         ip netns add "$ns" || return 1
         ip -n "$ns" link set lo up || return 1
         for net in "${CLUSTER_NETS[@]}"; do
@@ -333,14 +343,27 @@ cluster_remove_leftovers() { # [--force]
 }
 
 # ---- running things on hosts ---------------------------------------------------------------
+# Each host's disk: the directory cluster_node_local_dir shows, on that host, what
+# cluster_host_disk HOST holds (elsewhere the same path is an empty directory). A lost host
+# loses its disk when a test removes that directory.
+cluster_node_local_dir() { cluster_require && echo "$CLUSTER_DIR/node-local"; }
+cluster_host_disk() { # HOST: where HOST's node-local files are, seen from outside the cluster
+    local i
+    i=$(cluster_host_index "$1") || return 1
+    echo "$CLUSTER_DIR/disk/h$i"
+}
+
 # cluster_host_cmd HOST: sets the array cluster_cmd to the command prefix that runs a command
-# on HOST: in its network namespace, in a new UTS namespace named after it. Every part execs
-# the next, so the command keeps the caller's pid (timeout's signals reach it).
+# on HOST: in its network namespace, in a new UTS namespace named after it and a mount
+# namespace where its disk is mounted at the node-local directory. Every part execs the
+# next, so the command keeps the caller's pid (timeout's signals reach it).
 cluster_host_cmd() {
     local i ns
     i=$(cluster_host_index "$1") || return 1
     ns=${CLUSTER_NS_PREFIX}$CLUSTER_ID-h$i
-    cluster_cmd=(ip netns exec "$ns" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "h$i")
+    cluster_cmd=(ip netns exec "$ns" unshare --uts --mount --propagation private -- sh -c
+                 'hostname "$0" && mount --bind "$1" "$2" && shift 2 && exec "$@"' "h$i"
+                 "$CLUSTER_DIR/disk/h$i" "$CLUSTER_DIR/node-local")
 }
 
 cluster_exec() { # HOST CMD [ARGS...]: run CMD on HOST
@@ -610,6 +633,8 @@ usage: cluster.sh COMMAND [ARGS]     (the cluster: \$OMPIRES_CLUSTER, set by up)
   reap                   kill every process left on any host
   reset                  reap, heal every cut, every link up: as after up
   pids HOST              processes on HOST
+  disk HOST              the directory holding HOST's node-local files (seen on every host
+                         at \$OMPIRES_CLUSTER/node-local, with that host's contents)
   probe FROM TO NET [S]  TCP exchange from FROM to TO over NET within S seconds (exit 0 if ok)
   check                  exit 0 if the cluster can run here, else print why, exit 1
   install-deps           apt-get install what is missing (iptables, iproute2, util-linux)
@@ -665,6 +690,7 @@ cluster_main() {
         reap) cluster_reap ;;
         reset) cluster_reset ;;
         pids) cluster_pids "$@" ;;
+        disk) cluster_host_disk "$@" ;;
         probe) cluster_tcp_probe "$@" ;;
         check) local why; if why=$(cluster_unavailable); then echo "$why"; exit 1; fi ;;
         install-deps) cluster_install_deps ;;

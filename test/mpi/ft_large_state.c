@@ -141,7 +141,7 @@ static void maybe_die(int it)
 
 int main(int argc, char **argv)
 {
-    MPI_Comm world, parent;
+    MPI_Comm world;
     size_t global_bytes = 1 << 20, local_bytes = 1 << 20, allreduce_bytes = 8;
     int iterations = 6, every = 2, bad_usage = 0, version, rank, size;
 
@@ -149,8 +149,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
     original_rank = rank;
-    MPI_Comm_get_parent(&parent);
-    is_replacement = MPI_COMM_NULL != parent;
+    int origin;
+    FTR_Origin(&origin);
+    is_replacement = FTR_ORIGIN_ORIGINAL != origin; /* spawned, or a spare that took a rank */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--global-bytes") && i + 1 < argc) {
             global_bytes = strtoull(argv[++i], NULL, 10);

@@ -20,6 +20,17 @@ real_hostname=$(hostname)
 # pull request #2713).
 print_hostname=(sh -c 'hostname && sleep 0.5')
 
+# cluster_for NAME: the section's cluster is up for test NAME (brought up for the first);
+# 1, the test skipped or failed saying why, where it cannot be.
+cluster_for() {
+    if [ -n "$cluster_why_not" ]; then skip "$1" "$cluster_why_not"; return 1; fi
+    if [ -z "$CLUSTER_ID" ] && ! cluster_up "$cluster_hosts"; then
+        cluster_why_not="the cluster did not come up"
+        fail "$1" "$cluster_why_not"
+        return 1
+    fi
+}
+
 # in_cluster TEST ARGS...: TEST (mpi, ft_run or check, with their usual arguments) with every
 # job launched across the cluster; skipped, with the reason, where the cluster cannot run.
 in_cluster() {
@@ -30,12 +41,7 @@ in_cluster() {
         check) name=$2 ;;
     esac
     selected "$name" || return 0
-    if [ -n "$cluster_why_not" ]; then skip "$name" "$cluster_why_not"; return 0; fi
-    if [ -z "$CLUSTER_ID" ] && ! cluster_up "$cluster_hosts"; then
-        cluster_why_not="the cluster did not come up"
-        fail "$name" "$cluster_why_not"
-        return 0
-    fi
+    cluster_for "$name" || return 0
     launch=("$CLUSTER_SELF" mpirun) hang_more_pids=cluster_all_pids
     "$@"
     launch=() hang_more_pids=

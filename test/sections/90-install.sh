@@ -9,7 +9,7 @@ ompi_info_lists_ftrabit() {
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_rsag_min_bytes bcast_algorithm \
              bcast_pipeline_min_bytes bcast_segment_bytes result_replicas result_pool_mib spares \
-             recoveries_without_progress; do
+             recoveries_without_progress checkpoint_dir checkpoint_keep notice; do
         grep -q "parameter \"coll_ftrabit_$p\"" <<<"$out" || { echo "missing coll_ftrabit_$p"; return 1; }
     done
 }
@@ -55,3 +55,5 @@ check params/invalid-recoveries-without-progress-refused param_is_refused \
     coll_ftrabit_recoveries_without_progress -1
 check params/invalid-join-timeout-refused param_is_refused coll_ftrabit_join_timeout -1
 check params/invalid-message-limit-refused param_is_refused coll_ftrabit_test_message_limit -1
+check params/invalid-checkpoint-keep-refused param_is_refused coll_ftrabit_checkpoint_keep 0
+check params/invalid-notice-refused param_is_refused coll_ftrabit_notice 2

@@ -186,10 +186,32 @@ static void a_lost_host_takes_spares_from_the_richest_host(void)
     CHECK(-1 == new_rank[4] && 0 == unfilled && 1 == left);
 }
 
+static void a_leaving_member_hands_its_rank_to_a_spare(void)
+{
+    /* rank 1 (host 5) got a preemption notice and leaves; the spare on host 7 takes its
+     * rank, and a leaving spare (host 5) is never picked, not even for a rank of its host */
+    int held[5] = {0, FTRABIT_SPARE_LEAVING, -1, FTRABIT_SPARE_LEAVING, 2};
+    int host[5] = {5, 5, 7, 5, 7}, last[3] = {5, 5, 7}, new_rank[5], unfilled, left;
+    CHECK(FTRABIT_SPARE_PLAN_OK
+          == ftrabit_spare_assign(held, host, 5, 3, last, new_rank, &unfilled, &left));
+    CHECK(0 == new_rank[0] && 1 == new_rank[2] && 2 == new_rank[4]);
+    CHECK(FTRABIT_SPARE_LEAVING == new_rank[1] && FTRABIT_SPARE_LEAVING == new_rank[3]);
+    CHECK(0 == unfilled && 0 == left);
+}
+
+static void leaving_without_spares_leaves_the_rank_to_respawn(void)
+{
+    int held[3] = {0, FTRABIT_SPARE_LEAVING, 2}, host[3] = {0}, last[3] = {0}, new_rank[3];
+    int unfilled, left;
+    CHECK(FTRABIT_SPARE_PLAN_OK
+          == ftrabit_spare_assign(held, host, 3, 3, last, new_rank, &unfilled, &left));
+    CHECK(FTRABIT_SPARE_LEAVING == new_rank[1] && 1 == unfilled && 0 == left);
+}
+
 static void assignment_refuses_bad_input(void)
 {
     int host[3] = {0}, last[2] = {0}, new_rank[3], unfilled, left;
-    int twice[3] = {1, 1, -1}, out_of_range[3] = {0, 2, -1}, below[3] = {0, -2, -1};
+    int twice[3] = {1, 1, -1}, out_of_range[3] = {0, 2, -1}, below[3] = {0, -3, -1};
     CHECK(FTRABIT_SPARE_PLAN_INVALID
           == ftrabit_spare_assign(twice, host, 3, 2, last, new_rank, &unfilled, &left));
     CHECK(FTRABIT_SPARE_PLAN_INVALID
@@ -339,6 +361,8 @@ int main(void)
     RUN(no_death_no_change);
     RUN(a_spare_on_the_dead_ranks_host_is_preferred);
     RUN(a_lost_host_takes_spares_from_the_richest_host);
+    RUN(a_leaving_member_hands_its_rank_to_a_spare);
+    RUN(leaving_without_spares_leaves_the_rank_to_respawn);
     RUN(assignment_refuses_bad_input);
     RUN(recoveries_keep_every_rank_held);
     RUN(respawn_spreads_over_live_hosts);

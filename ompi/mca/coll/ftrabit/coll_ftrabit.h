@@ -13,6 +13,7 @@
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 
 #include "ompi/mca/coll/ftrabit/coll_ftrabit_schedule.h"
@@ -47,7 +48,12 @@ typedef struct {
     int result_pool_mib;           /* idle result buffers kept for reuse; -1: no bound */
     int spares;                    /* warm spare processes started with the job */
     int test_kill_spare;           /* world rank of a spare that dies while waiting, or -1 */
-    int test_message_limit;        /* bytes above which libftrabit sends a derived type; 0: INT_MAX */
+    int notice;                    /* 1: a SIGTERM is a preemption notice (ftrabit_notice.c) */
+    int test_message_limit;        /* bytes per part of libftrabit's messages; 0: 4 MiB */
+    char *checkpoint_dir;          /* durable checkpoints go there; NULL or "": none */
+    int checkpoint_keep;           /* versions known complete kept there */
+    int test_kill_in_write;        /* original rank whose writer dies in a file, or -1 */
+    int test_kill_in_write_version; /* ... of this checkpoint version */
 
     /* Counters exported as MPI_T performance variables. */
     unsigned long allreduce_calls;
@@ -90,6 +96,28 @@ OBJ_CLASS_DECLARATION(mca_coll_ftrabit_module_t);
 #define FTRABIT_SCRATCH_KEEP_MAX ((size_t) 16 << 20)
 void *ftrabit_scratch_get(mca_coll_ftrabit_module_t *module, size_t bytes);
 void ftrabit_scratch_put(mca_coll_ftrabit_module_t *module, void *mem);
+
+/* A collective's data as the packed bytes of its type signature, which every rank agrees
+ * on whatever datatype and count it passed (coll_ftrabit_packed.c): where an algorithm cuts
+ * a message, it cuts these bytes. In place when the data is contiguous in memory; else
+ * staged through scratch, packed by a sender and unpacked by a receiver as it goes. */
+typedef struct {
+    char *bytes;    /* the packed bytes: the user's data in place, or the staging buffer */
+    size_t len;
+    size_t converted; /* staged: bytes packed (sender) or unpacked (receiver) so far */
+    bool staged;
+    opal_convertor_t convertor; /* staged only */
+} ftrabit_packed_t;
+
+/* `count` elements of dtype at buf, to send (`sender`) or to receive. */
+int ftrabit_packed_open(ftrabit_packed_t *p, char *buf, size_t count,
+                        struct ompi_datatype_t *dtype, bool sender,
+                        mca_coll_ftrabit_module_t *module);
+/* A sender: bytes [0, upto) are in p->bytes. */
+int ftrabit_packed_ready(ftrabit_packed_t *p, size_t upto);
+/* A receiver: bytes [0, upto) arrived in p->bytes; they are put in the user's buffer. */
+int ftrabit_packed_arrived(ftrabit_packed_t *p, size_t upto);
+void ftrabit_packed_close(ftrabit_packed_t *p, mca_coll_ftrabit_module_t *module);
 
 /* An algorithm choice of a collective's call (`call`: what the choice reads of it) for
  * ranks placed as `where`. A pure function of its arguments and the component's
@@ -158,6 +186,12 @@ int ftrabit_send(const void *buf, size_t count, struct ompi_datatype_t *dtype, i
                  struct ompi_communicator_t *comm);
 int ftrabit_recv(void *buf, size_t count, struct ompi_datatype_t *dtype, int source, int tag,
                  struct ompi_communicator_t *comm);
+/* After an error: a request no longer needed is cancelled, waited for (a matched receive
+ * until its data is in) and freed, whether it ended in error or is still pending: Open MPI
+ * frees neither, and each holds its communicator (and so this module and its scratch). */
+void ftrabit_request_abandon(ompi_request_t **req);
+/* ompi_request_wait_all, and on an error every request left is abandoned as above. */
+int ftrabit_wait_all(size_t n, ompi_request_t **reqs);
 int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
                            struct ompi_datatype_t *dtype, struct ompi_communicator_t *comm,
                            int tag);

@@ -10,6 +10,9 @@
  * so the reduction is computed in rank order: non-commutative operations are correct,
  * and since every partial result is computed by one fixed expression, every rank ends
  * with the same bits, in every run of the same size.
+ * The vector is cut in elements of the datatype: an allreduce has the same count and
+ * datatype on every rank (MPI-4.1, 6.9.1), so an element boundary is the same byte of the
+ * type signature everywhere (a broadcast needs only equal signatures: coll_ftrabit_packed.c).
  */
 #include "ompi_config.h"
 

@@ -58,11 +58,11 @@ static int ftrabit_bcast_tree(char *buf, size_t count, ompi_datatype_t *dtype, i
         err = MCA_PML_CALL(isend(buf, count, dtype, ftrabit_real_rank(children[i], root, size),
                                  FTRABIT_TAG, MCA_PML_BASE_SEND_STANDARD, comm, &reqs[i]));
         if (MPI_SUCCESS != err) {
-            ompi_request_wait_all(i, reqs, MPI_STATUSES_IGNORE);
+            ftrabit_wait_all(i, reqs);
             return err;
         }
     }
-    return ompi_request_wait_all(nchildren, reqs, MPI_STATUSES_IGNORE);
+    return ftrabit_wait_all(nchildren, reqs);
 }
 
 static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype, int root,
@@ -86,70 +86,75 @@ static int ftrabit_bcast_linear(char *buf, size_t count, ompi_datatype_t *dtype,
             nreqs += MPI_SUCCESS == err ? 1 : 0;
         }
     }
-    int wait_err = ompi_request_wait_all(nreqs, reqs, MPI_STATUSES_IGNORE);
+    int wait_err = ftrabit_wait_all(nreqs, reqs);
     if (reqs != few) {
         free(reqs);
     }
     return MPI_SUCCESS != err ? err : wait_err;
 }
 
-/* Segment `i` of the message: its first element and its length. */
-static inline size_t ftrabit_segment(size_t i, size_t count, size_t segcount, size_t *len)
+/* Segment `i` of a message of `len` bytes: its first byte and its length. */
+static inline size_t ftrabit_segment(size_t i, size_t len, size_t segbytes, size_t *seglen)
 {
-    size_t first = i * segcount;
-    *len = count - first < segcount ? count - first : segcount;
+    size_t first = i * segbytes;
+    *seglen = len - first < segbytes ? len - first : segbytes;
     return first;
 }
 
+/* Segments are cut in the packed bytes of the type signature (coll_ftrabit_packed.c), the
+ * same on every rank whatever datatype and count each passed: the root may describe the
+ * data as n elements of one type and the others as 3n of another. */
 static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtype, int root,
-                                  ompi_communicator_t *comm)
+                                  ompi_communicator_t *comm, mca_coll_ftrabit_module_t *module)
 {
     int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
     int vrank = (rank - root + size) % size;
     int prev = vrank > 0 ? ftrabit_real_rank(vrank - 1, root, size) : -1;
     int next = vrank < size - 1 ? ftrabit_real_rank(vrank + 1, root, size) : -1;
-    size_t type_size;
-    ptrdiff_t lb, extent;
-    int err = MPI_SUCCESS;
+    ftrabit_packed_t data;
+    int err = ftrabit_packed_open(&data, buf, count, dtype, prev < 0, module);
 
-    ompi_datatype_type_size(dtype, &type_size);
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    size_t segcount = ftrabit_bcast_segment_bytes(count * type_size, size,
-                                                  mca_coll_ftrabit_component.bcast_segment_bytes)
-                      / type_size;
-    if (0 == segcount) {
-        segcount = 1;
+    if (MPI_SUCCESS != err) {
+        return err;
     }
-    size_t nseg = ftrabit_segments(count, segcount);
+    size_t segbytes = ftrabit_bcast_segment_bytes(data.len, size,
+                                                  mca_coll_ftrabit_component.bcast_segment_bytes);
+    size_t nseg = ftrabit_segments(data.len, segbytes);
     /* Receives run two segments ahead; sends are waited for at the end. */
     ompi_request_t *recv_reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     ompi_request_t **send_reqs = calloc(nseg, sizeof(*send_reqs));
     size_t nsent = 0, len;
 
     if (NULL == send_reqs) {
+        ftrabit_packed_close(&data, module);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     if (prev >= 0) {
         for (size_t i = 0; i < 2 && i < nseg && MPI_SUCCESS == err; i++) {
-            size_t first = ftrabit_segment(i, count, segcount, &len);
-            err = MCA_PML_CALL(irecv(buf + first * extent, len, dtype, prev, FTRABIT_TAG, comm,
+            size_t first = ftrabit_segment(i, data.len, segbytes, &len);
+            err = MCA_PML_CALL(irecv(data.bytes + first, len, MPI_BYTE, prev, FTRABIT_TAG, comm,
                                      &recv_reqs[i]));
         }
     }
     for (size_t i = 0; i < nseg && MPI_SUCCESS == err; i++) {
-        size_t first = ftrabit_segment(i, count, segcount, &len);
+        size_t first = ftrabit_segment(i, data.len, segbytes, &len);
         if (prev >= 0) {
             ompi_status_public_t status;
             err = ompi_request_wait(&recv_reqs[i % 2], &status);
             if (MPI_SUCCESS == err) {
-                err = ftrabit_check_received(&status, len, dtype, comm, FTRABIT_TAG);
+                err = ftrabit_check_received(&status, len, MPI_BYTE, comm, FTRABIT_TAG);
             }
-            if (MPI_SUCCESS != err) {
-                break;
+            if (MPI_SUCCESS == err) {
+                err = ftrabit_packed_arrived(&data, first + len);
             }
+        } else {
+            err = ftrabit_packed_ready(&data, first + len);
+        }
+        if (MPI_SUCCESS != err) {
+            break;
         }
         if (next >= 0) {
-            err = MCA_PML_CALL(isend(buf + first * extent, len, dtype, next, FTRABIT_TAG,
+            err = MCA_PML_CALL(isend(data.bytes + first, len, MPI_BYTE, next, FTRABIT_TAG,
                                      MCA_PML_BASE_SEND_STANDARD, comm, &send_reqs[nsent]));
             if (MPI_SUCCESS != err) {
                 break;
@@ -157,22 +162,18 @@ static int ftrabit_bcast_pipeline(char *buf, size_t count, ompi_datatype_t *dtyp
             nsent++;
         }
         if (prev >= 0 && i + 2 < nseg) {
-            size_t ahead = ftrabit_segment(i + 2, count, segcount, &len);
-            err = MCA_PML_CALL(irecv(buf + ahead * extent, len, dtype, prev, FTRABIT_TAG, comm,
+            size_t ahead = ftrabit_segment(i + 2, data.len, segbytes, &len);
+            err = MCA_PML_CALL(irecv(data.bytes + ahead, len, MPI_BYTE, prev, FTRABIT_TAG, comm,
                                      &recv_reqs[i % 2]));
         }
     }
-    int send_err = ompi_request_wait_all(nsent, send_reqs, MPI_STATUSES_IGNORE);
-    if (MPI_SUCCESS != err) {
-        /* Outstanding receives after an error: cancel them so nothing writes later. */
-        for (int i = 0; i < 2; i++) {
-            if (MPI_REQUEST_NULL != recv_reqs[i]) {
-                ompi_request_cancel(recv_reqs[i]);
-                ompi_request_wait(&recv_reqs[i], MPI_STATUS_IGNORE);
-            }
-        }
+    int send_err = ftrabit_wait_all(nsent, send_reqs);
+    /* Outstanding receives after an error: nothing may write into the buffer later. */
+    for (int i = 0; i < 2; i++) {
+        ftrabit_request_abandon(&recv_reqs[i]);
     }
     free(send_reqs);
+    ftrabit_packed_close(&data, module);
     return MPI_SUCCESS != err ? err : send_err;
 }
 
@@ -219,7 +220,8 @@ int mca_coll_ftrabit_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
                                                    : "binomial");
     switch (alg) {
     case FTRABIT_BCAST_PIPELINE:
-        err = ftrabit_bcast_pipeline(buff, count, dtype, root, comm);
+        err = ftrabit_bcast_pipeline(buff, count, dtype, root, comm,
+                                     (mca_coll_ftrabit_module_t *) module);
         break;
     case FTRABIT_BCAST_LINEAR:
         err = ftrabit_bcast_linear(buff, count, dtype, root, comm);

@@ -5,6 +5,7 @@
 #include "ompi_config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -197,9 +198,11 @@ static int ftrabit_register(void)
 
     c->recovery_timeout = 60;
     register_int("recovery_timeout",
-                 "Respawn policy: seconds the survivors wait for replacements to start and join, "
-                 "and a replacement waits to join, before each of them ends its own process with "
-                 "a message, so the job ends instead of hanging (0: wait forever)",
+                 "Respawn policy: seconds a recovery may go without progress (a step of the "
+                 "rebuild done, a part of a checkpoint or cached result received) before each "
+                 "process ends itself with a message saying what it was waiting for, so the job "
+                 "ends instead of hanging; a recovery that progresses may take longer (0: no "
+                 "limit)",
                  OPAL_INFO_LVL_5, &c->recovery_timeout);
 
     c->join_timeout = 20;
@@ -296,6 +299,17 @@ static int ftrabit_register(void)
                  "application calls FTR_Finalize. 0: no spares",
                  OPAL_INFO_LVL_4, &c->spares);
 
+    c->notice = 1;
+    register_int("notice",
+                 "FTR_* API: 1 takes a process's first SIGTERM as a preemption notice (Slurm's "
+                 "preemption with a grace time, a spot VM's notice): the process goes on, and at "
+                 "the next FTR_Checkpoint the ranks hand its rank over to a warm spare or a "
+                 "respawned replacement, which starts from that checkpoint, so that no "
+                 "iteration is redone; the notified process then leaves (exit status 0). A "
+                 "second SIGTERM ends it at once, and a SIGTERM handler the program installed "
+                 "itself is left alone. 0: SIGTERM is not touched (it ends the process)",
+                 OPAL_INFO_LVL_4, &c->notice);
+
     c->test_kill_spare = -1;
     register_int("test_kill_spare",
                  "For testing spares: the spare with this MPI_COMM_WORLD rank kills itself "
@@ -304,10 +318,44 @@ static int ftrabit_register(void)
 
     c->test_message_limit = 0;
     register_int("test_message_limit",
-                 "For testing checkpoints and recovery of more than 2 GiB: their messages "
-                 "larger than this many bytes go as one element of a derived datatype, as "
-                 "those above INT_MAX bytes (MPI's int count) must (0: INT_MAX)",
+                 "For testing checkpoints and recovery of many parts without gigabytes: "
+                 "libftrabit's messages (checkpoints, results sent to a replacement) go in "
+                 "parts of this many bytes (0: 4 MiB)",
                  OPAL_INFO_LVL_9, &c->test_message_limit);
+
+    c->checkpoint_dir = NULL;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "checkpoint_dir",
+        "FTR_* API: also write every committed checkpoint under this directory (made if "
+        "missing), so that a job that lost every copy of a rank's state, or was killed whole, "
+        "can be started again (same directory, same number of ranks) and resume from the "
+        "newest version complete on every rank. Written by a background thread, crash-safe "
+        "(temporary file, fsync, rename), with checksums; a node-local directory (each rank "
+        "also writes the copies it holds of its ring predecessors' states) or one shared by "
+        "all nodes (found out at run time). A failed write is reported and the job goes on "
+        "with in-memory checkpoints. Empty (the default): in-memory checkpoints only",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL,
+        &c->checkpoint_dir);
+
+    c->checkpoint_keep = 2;
+    register_int("checkpoint_keep",
+                 "With checkpoint_dir: how many checkpoint versions known complete on every "
+                 "rank are kept there (1-32); older ones are removed, and the version being "
+                 "written is kept besides, so the directory holds up to this many plus one",
+                 OPAL_INFO_LVL_4, &c->checkpoint_keep);
+
+    c->test_kill_in_write = -1;
+    register_int("test_kill_in_write",
+                 "For testing durable checkpoints: the process with this original rank kills "
+                 "itself (SIGKILL) once half of the first file it writes for checkpoint version "
+                 "coll_ftrabit_test_kill_in_write_version is written (-1: never)",
+                 OPAL_INFO_LVL_9, &c->test_kill_in_write);
+
+    c->test_kill_in_write_version = 2;
+    register_int("test_kill_in_write_version",
+                 "For testing durable checkpoints: the checkpoint version during whose write "
+                 "coll_ftrabit_test_kill_in_write's process dies",
+                 OPAL_INFO_LVL_9, &c->test_kill_in_write_version);
 
     register_counter("allreduce_calls", "Number of MPI_Allreduce calls served by coll ftrabit",
                      &c->allreduce_calls);
@@ -329,7 +377,7 @@ static int ftrabit_open(void)
     }
     if (c->recovery_timeout < 0) {
         return refuse_param("coll_ftrabit_recovery_timeout", c->recovery_timeout,
-                            "Use a number of seconds, or 0 to wait forever.");
+                            "Use a number of seconds, or 0 for no limit.");
     }
     if (c->join_timeout < 0) {
         return refuse_param("coll_ftrabit_join_timeout", c->join_timeout,
@@ -352,6 +400,10 @@ static int ftrabit_open(void)
         return refuse_param("coll_ftrabit_spares", c->spares,
                             "Use 0 for no spares, or the number of spare processes.");
     }
+    if (0 != c->notice && 1 != c->notice) {
+        return refuse_param("coll_ftrabit_notice", c->notice,
+                            "Use 1 to take a SIGTERM as a preemption notice, 0 not to.");
+    }
     if (c->result_replicas < 0) {
         return refuse_param("coll_ftrabit_result_replicas", c->result_replicas,
                             "Use 0 for every rank, or a positive number of ranks.");
@@ -359,6 +411,16 @@ static int ftrabit_open(void)
     if (c->result_pool_mib < -1) {
         return refuse_param("coll_ftrabit_result_pool_mib", c->result_pool_mib,
                             "Use a number of MiB, 0 to keep no buffers, or -1 for no bound.");
+    }
+    if (c->checkpoint_keep < 1 || c->checkpoint_keep > 32) {
+        return refuse_param("coll_ftrabit_checkpoint_keep", c->checkpoint_keep,
+                            "Keep from 1 to 32 complete checkpoint versions.");
+    }
+    /* 1024: what libftrabit reads (FTRABIT_CVAR_STRING_MAX), its files' names added */
+    if (NULL != c->checkpoint_dir && strlen(c->checkpoint_dir) > 1024) {
+        return refuse_param("coll_ftrabit_checkpoint_dir", (long) strlen(c->checkpoint_dir),
+                            "The directory's name (of this many characters) is too long: give "
+                            "one of at most 1024.");
     }
     if (c->test_message_limit < 0) {
         return refuse_param("coll_ftrabit_test_message_limit", c->test_message_limit,

@@ -42,22 +42,39 @@ int ftrabit_check_received(const ompi_status_public_t *status, size_t count,
     return MPI_ERR_TRUNCATE;
 }
 
-/* Finish with a request that is not needed any more after an error. Requests that failed
- * because of a process failure or a revoke may still be written into by the PML, so they
- * are cancelled and waited for; others are freed. */
-static void ftrabit_request_abandon(ompi_request_t **req)
+/* Finish with a request that is not needed any more after an error: cancelled, then
+ * waited for, never just freed. A receive that already matched its message cannot be
+ * cancelled while its sender lives, and the PML goes on placing the message's data in
+ * the buffer: freed, it would still write there after the collective returned (into the
+ * caller's buffer, scratch memory freed by then, or a result libftrabit keeps). Seen under
+ * pml/dr2 when the send of the same step failed with MPI_ERR_REVOKED: 50-65 MB of a
+ * 64 MiB message arrived after MPI_Allreduce returned (test/mpi/ft_abandoned_receive).
+ * The wait ends when the data is in, the sender is found dead, or the PML completes the
+ * request in error; a request that ended in error is freed here too, since
+ * ompi_request_wait leaves it allocated (it holds its communicator). */
+void ftrabit_request_abandon(ompi_request_t **req)
 {
     if (MPI_REQUEST_NULL == *req) {
         return;
     }
-    int err = (*req)->req_status.MPI_ERROR;
-    if (MPI_ERR_PROC_FAILED == err || MPI_ERR_PROC_FAILED_PENDING == err
-        || MPI_ERR_REVOKED == err) {
-        ompi_request_cancel(*req);
-        ompi_request_wait(req, MPI_STATUS_IGNORE);
-    } else {
+    ompi_request_cancel(*req);
+    ompi_request_wait(req, MPI_STATUS_IGNORE);
+    if (MPI_REQUEST_NULL != *req) {
         ompi_request_free(req);
     }
+}
+
+int ftrabit_wait_all(size_t n, ompi_request_t **reqs)
+{
+    int err = ompi_request_wait_all(n, reqs, MPI_STATUSES_IGNORE);
+
+    if (MPI_SUCCESS != err) {
+        /* the failed ones and those left pending (MPI_ERR_PENDING) */
+        for (size_t i = 0; i < n; i++) {
+            ftrabit_request_abandon(&reqs[i]);
+        }
+    }
+    return err;
 }
 
 static int ftrabit_copy(const ftrabit_copy_t *copy, struct ompi_datatype_t *dtype)
@@ -78,6 +95,7 @@ static int ftrabit_recv_complete(ompi_request_t **req, size_t count,
     int err = ompi_request_wait(req, &status);
 
     if (MPI_SUCCESS != err) {
+        ftrabit_request_abandon(req); /* a pending one (PROC_FAILED_PENDING) too */
         return MPI_ERR_PROC_FAILED_PENDING == err ? MPI_ERR_PROC_FAILED : err;
     }
     return ftrabit_check_received(&status, count, dtype, comm, tag);
@@ -101,7 +119,11 @@ static int ftrabit_send_overlapped(const void *buf, size_t count, struct ompi_da
     }
     int copy_err = ftrabit_copy(overlap, dtype);
     err = ompi_request_wait(&req, MPI_STATUS_IGNORE);
-    return MPI_SUCCESS != err ? err : copy_err;
+    if (MPI_SUCCESS != err) {
+        ftrabit_request_abandon(&req);
+        return err;
+    }
+    return copy_err;
 }
 
 int ftrabit_sendrecv(const void *sbuf, size_t scount, int dest, void *rbuf, size_t rcount,

@@ -173,12 +173,12 @@ size_t ftrabit_bcast_segment_bytes(size_t bytes, int size, size_t min_segment)
     return best > min_segment ? best : min_segment;
 }
 
-size_t ftrabit_segments(size_t count, size_t segcount)
+size_t ftrabit_segments(size_t total, size_t per_segment)
 {
-    if (0 == segcount) {
-        return count ? 1 : 0;
+    if (0 == per_segment) {
+        return total ? 1 : 0;
     }
-    return (count + segcount - 1) / segcount;
+    return (total + per_segment - 1) / per_segment;
 }
 
 size_t ftrabit_rsag_min_bytes(size_t configured, bool spans_nodes)

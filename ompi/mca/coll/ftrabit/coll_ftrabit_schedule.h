@@ -110,8 +110,8 @@ int ftrabit_knomial_children(int size, int vrank, int radix, int *children, int 
  * alike). Long chains keep small segments; few ranks and long messages get large ones. */
 size_t ftrabit_bcast_segment_bytes(size_t bytes, int size, size_t min_segment);
 
-/* Number of segments of at most `segcount` elements in `count` elements. */
-size_t ftrabit_segments(size_t count, size_t segcount);
+/* Number of segments of at most `per_segment` units (bytes, elements) in `total` units. */
+size_t ftrabit_segments(size_t total, size_t per_segment);
 
 /* With allreduce_rsag_min_bytes 0 (auto), the size from which the allreduce reduce-scatters:
  * on ranks within one node, and on ranks that span nodes, where each extra round of the

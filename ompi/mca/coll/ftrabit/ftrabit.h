@@ -36,7 +36,11 @@ extern "C" {
  * MPI_COMM_WORLD order). A spare returns from FTR_Init only when it takes a dead rank's
  * place (as a replacement does); an unused spare never returns: when the application calls
  * FTR_Finalize, it calls MPI_Finalize and exit(0) inside FTR_Init. Code before FTR_Init
- * runs in every process, code after it only in those that hold a rank. */
+ * runs in every process, code after it only in those that hold a rank.
+ * With coll_ftrabit_checkpoint_dir DIR, the processes started by mpirun resume here, all
+ * together, from the newest checkpoint version complete on every rank in DIR (what
+ * FTR_Load_checkpoint then returns); MPI_ERR_OTHER on every rank when DIR holds another
+ * program's checkpoints, or a newer one of another number of ranks (FTR_Init(3)). */
 FTR_EXPORT int FTR_Init(int *argc, char ***argv, MPI_Comm *world);
 /* Collective over every FTR communicator: a process that is done still takes part in the
  * recovery of processes that failed before reaching it; then it releases unused spares and
@@ -77,11 +81,14 @@ FTR_EXPORT int FTR_Bcast_bootstrap_at(void *buf, int count, MPI_Datatype type, i
  * inside it is recovered from and the checkpoint retried, except when no FTR collective ran
  * since the last checkpoint under respawn (the replacement could not replay up to here):
  * then it returns MPIX_ERR_PROC_FAILED with *comm already rebuilt and nothing committed,
- * and the application goes back to FTR_Load_checkpoint, as after a failed plain collective. */
+ * and the application goes back to FTR_Load_checkpoint, as after a failed plain collective.
+ * With coll_ftrabit_checkpoint_dir, each committed version is also written to disk by a
+ * background thread (FTR_Checkpoint(3)). */
 FTR_EXPORT int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size,
                               const void *local, size_t local_size);
-/* version 0: fresh start, buffers untouched. In a replacement: the last committed version,
- * global from any survivor, local from a ring neighbour's replica. */
+/* version 0: fresh start, buffers untouched (unless FTR_Init resumed from durable
+ * checkpoints). In a replacement: the last committed version, global from any survivor,
+ * local from a ring neighbour's replica. */
 FTR_EXPORT int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size,
                                    void *local, size_t local_size, int *version);
 FTR_EXPORT int FTR_Version(MPI_Comm comm, int *version);

@@ -12,11 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 #include <mpi-ext.h>
 
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_rebuild.h"
 
 #define FTRABIT_TAG_BOOTSTRAP 7799
 #define FTRABIT_TAG_RESEED 7798
@@ -64,6 +67,7 @@ static int ftrabit_count_progress(ftrabit_state_t *st, const ftrabit_rank_state_
                         "no collective completed since the one before (a process fails "
                         "again each time it is replaced: see its messages above; "
                         "coll_ftrabit_recoveries_without_progress)\n", limit);
+        ftrabit_durable_say_restart(st);
         return 0;
     }
     st->stalled_recoveries = stalled; /* and served_until becomes the target, below */
@@ -123,40 +127,6 @@ static int ftrabit_xfer_payload(const ftrabit_state_t *st, const ftrabit_transfe
     return MPI_ERR_INTERN;
 }
 
-/* MPI_Waitall that says why it failed. When one request fails, MPI_Waitall returns
- * MPI_ERR_IN_STATUS (even with MPI_STATUSES_IGNORE), which would hide a process failure
- * that a rebuild can handle behind an error that ends the recovery: the per-request
- * errors are looked at instead, a process failure first. A request that did not succeed
- * may still be reading its buffer: see ftrabit_catch_up. */
-static int ftrabit_wait_sends(int n, MPI_Request *reqs)
-{
-    MPI_Status *statuses = malloc(sizeof(MPI_Status) * (size_t) (n > 0 ? n : 1));
-    int err, first_other = MPI_SUCCESS;
-
-    if (NULL == statuses) {
-        return MPI_ERR_NO_MEM;
-    }
-    err = MPI_Waitall(n, reqs, statuses);
-    if (MPI_ERR_IN_STATUS == err) {
-        err = MPI_SUCCESS;
-        for (int i = 0; i < n && !ftrabit_is_process_failure(err); i++) {
-            int e = statuses[i].MPI_ERROR;
-            if (ftrabit_is_process_failure(e)) {
-                err = e;
-            } else if (MPI_SUCCESS != e && MPI_ERR_PENDING != e && MPI_SUCCESS == first_other) {
-                first_other = e;
-            }
-        }
-        if (MPI_SUCCESS == err) {
-            /* Requests left pending by another's failure: the peer is alive, nothing was
-             * wrong with them; the failure that stopped them counts. */
-            err = MPI_SUCCESS != first_other ? first_other : MPI_ERR_PROC_FAILED;
-        }
-    }
-    free(statuses);
-    return err;
-}
-
 /* A received range holds a result other than the one this rank has for the same seq: both,
  * for the diagnosis (coll_ftrabit_verbose). */
 static void ftrabit_log_conflict(const ftrabit_cache_t *cache, const void *buf, size_t len)
@@ -212,45 +182,52 @@ static int ftrabit_xfer_receive(ftrabit_state_t *st, const ftrabit_transfer_t *x
     return MPI_ERR_INTERN;
 }
 
-static int ftrabit_share_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all,
-                                   int size, int rank)
+/* The bootstrap table goes to the replacements from the survivor that completed the most
+ * collectives: one still inside a bootstrap call when the failure struck lacks that call's
+ * entry, which another has. -1: no survivor. */
+static int ftrabit_bootstrap_source(const ftrabit_rank_state_t *all, int size)
 {
-    /* From the survivor that completed the most collectives: one still inside a bootstrap
-     * call when the failure struck lacks that call's entry, which another has. */
-    int source = -1, err = MPI_SUCCESS;
+    int source = -1;
     for (int r = 0; r < size; r++) {
         if (!all[r].replacement && (source < 0 || all[r].completed_seq > all[source].completed_seq)) {
             source = r;
         }
     }
-    if (source < 0) {
-        return MPI_SUCCESS;
+    return source;
+}
+
+/* The source's sends of the table to every replacement, posted with the transfers so that
+ * it waits for nobody; *packed is freed by the caller (ftrabit_free_sent). */
+static int ftrabit_post_bootstrap(ftrabit_state_t *st, const ftrabit_rank_state_t *all, int size,
+                                  ftrabit_sends_t *sends, void **packed)
+{
+    size_t len = ftrabit_bootstrap_pack(&st->bootstrap, NULL, 0);
+    int err = MPI_SUCCESS;
+
+    *packed = malloc(len ? len : 1);
+    if (NULL == *packed) {
+        return MPI_ERR_NO_MEM;
     }
-    if (rank == source) {
-        size_t len = ftrabit_bootstrap_pack(&st->bootstrap, NULL, 0);
-        void *buf = malloc(len ? len : 1);
-        if (NULL == buf) {
-            return MPI_ERR_NO_MEM;
+    ftrabit_bootstrap_pack(&st->bootstrap, *packed, len);
+    for (int r = 0; r < size && MPI_SUCCESS == err; r++) {
+        if (all[r].replacement) {
+            err = ftrabit_sends_post(sends, *packed, len, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
         }
-        ftrabit_bootstrap_pack(&st->bootstrap, buf, len);
-        for (int r = 0; r < size && MPI_SUCCESS == err; r++) {
-            if (all[r].replacement) {
-                err = ftrabit_send_bytes(buf, len, r, FTRABIT_TAG_BOOTSTRAP, st->comm);
-            }
-        }
-        if (MPI_SUCCESS == err) {
-            free(buf); /* else a failed send may still read it (ftrabit_free_sent) */
-        }
-    } else if (all[rank].replacement) {
-        void *buf;
-        size_t count;
-        err = ftrabit_recv_blob(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &buf, &count);
-        if (MPI_SUCCESS == err
-            && FTRABIT_BOOTSTRAP_OK != ftrabit_bootstrap_unpack(&st->bootstrap, buf, count)) {
-            err = MPI_ERR_INTERN;
-        }
-        free(buf);
     }
+    return err;
+}
+
+static int ftrabit_receive_bootstrap(ftrabit_state_t *st, int source)
+{
+    void *buf;
+    size_t count;
+    int err = ftrabit_recv_blob(source, FTRABIT_TAG_BOOTSTRAP, st->comm, &buf, &count);
+
+    if (MPI_SUCCESS == err
+        && FTRABIT_BOOTSTRAP_OK != ftrabit_bootstrap_unpack(&st->bootstrap, buf, count)) {
+        err = MPI_ERR_INTERN;
+    }
+    free(buf);
     return err;
 }
 
@@ -264,17 +241,17 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
 {
     int k = ftrabit_settings.local_replicas < size - 1 ? ftrabit_settings.local_replicas
                                                         : size - 1;
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (k > 0 ? k : 1));
-    int nreqs = 0, err = MPI_SUCCESS;
+    ftrabit_sends_t sends;
+    int err = ftrabit_sends_open(&sends, k);
 
-    if (NULL == reqs) {
-        return MPI_ERR_NO_MEM;
+    if (MPI_SUCCESS != err) {
+        return err;
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
         int to = (rank + i) % size;
         if (all[to].replacement) {
-            err = ftrabit_isend_bytes(st->local, st->local_size, to, FTRABIT_TAG_RESEED,
-                                      st->comm, &reqs[nreqs++]);
+            err = ftrabit_sends_post(&sends, st->local, st->local_size, to, FTRABIT_TAG_RESEED,
+                                     st->comm);
         }
     }
     if (all[rank].replacement && MPI_SUCCESS == err) {
@@ -297,18 +274,18 @@ static int ftrabit_reseed_replicas(ftrabit_state_t *st, const ftrabit_rank_state
             ftrabit_replicas_free(replicas, n);
         }
     }
-    int send_err = ftrabit_wait_sends(nreqs, reqs);
-    free(reqs);
+    int send_err = ftrabit_sends_wait(&sends);
     return MPI_SUCCESS == err ? send_err : err;
 }
 
 /* The packed results of this rank's transfers, once they are sent. A send that did not
  * succeed may still be reading its buffer: on a revoked communicator MPI_Wait reports an
  * unfinished request as failed at once (MPI_ERR_REVOKED), while the PML goes on sending
- * what it started (btl/tcp's queued fragments come from the buffer). Freed then, the
- * memory would reach a peer as a result, with no error, once reused: seen in the kill
- * campaign (seed 5, scenario 121) as two copies of one result that differed. Such buffers
- * are left allocated: a failed catch-up is rare, and its results are few. */
+ * what it started (btl/tcp's queued fragments come from the buffer; ftrabit_sends_wait
+ * lets such requests go). Freed then, the memory would reach a peer as a result, with no
+ * error, once reused: seen in the kill campaign (seed 5, scenario 121) as two copies of
+ * one result that differed. Such buffers are left allocated: a failed catch-up is rare,
+ * and its results are few. */
 static void ftrabit_free_sent(void **owned, int n, int all_sent)
 {
     size_t kept = 0;
@@ -342,6 +319,31 @@ static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st,
         fflush(stderr);
         raise(SIGKILL);
     }
+}
+
+/* The end of this rank's transfers: it waits for the other ranks' (an MPI_Ibarrier),
+ * polled. That wait is not a lack of progress (coll_ftrabit_recovery_timeout): the ranks
+ * still transferring count their own progress, part by part, and one that stalls ends
+ * itself, which ends this wait with its failure. Once everybody is here, the catch-up's
+ * agreement is bounded again. */
+static int ftrabit_wait_for_transfers(MPI_Comm comm)
+{
+    MPI_Request req;
+    int done = 0, err = MPI_Ibarrier(comm, &req);
+
+    ftrabit_recovery_doing("waiting for the other ranks' catch-up transfers");
+    while (MPI_SUCCESS == err && !done) {
+        struct timespec pause = {0, 1000000};
+        err = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        ftrabit_recovery_progress();
+        if (MPI_SUCCESS == err && !done) {
+            nanosleep(&pause, NULL);
+        }
+    }
+    if (MPI_SUCCESS != err && MPI_REQUEST_NULL != req) {
+        MPI_Request_free(&req); /* MPI_Test leaves a request that ended in error allocated */
+    }
+    return err;
 }
 
 static const char *ftrabit_plan_error(int rc)
@@ -385,6 +387,64 @@ static int ftrabit_plan_with_room(const ftrabit_rank_state_t *all, int size, int
     return rc;
 }
 
+/* The plan's transfers to and from this rank, and the bootstrap table for the
+ * replacements. Every send is posted first, so the order of the plan cannot deadlock. */
+static int ftrabit_transfers(ftrabit_state_t *st, const ftrabit_plan_t *plan,
+                             const ftrabit_rank_state_t *all, const int *orig, int size, int rank)
+{
+    ftrabit_sends_t sends;
+    /* results packed for this rank's transfers and the bootstrap table: freed once sent */
+    void **owned = calloc((size_t) plan->nxfers + 1, sizeof(void *));
+    int source = ftrabit_bootstrap_source(all, size);
+    int err = NULL == owned ? MPI_ERR_NO_MEM : ftrabit_sends_open(&sends, plan->nxfers + size);
+
+    if (MPI_SUCCESS != err) {
+        free(owned);
+        return err;
+    }
+    ftrabit_recovery_doing("exchanging checkpoints and cached results (catch-up)");
+    for (int i = 0; i < plan->nxfers && MPI_SUCCESS == err; i++) {
+        const ftrabit_transfer_t *x = &plan->xfers[i];
+        void *buf;
+        size_t len;
+        if (x->from != rank) {
+            continue;
+        }
+        err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
+        if (MPI_SUCCESS == err) {
+            if (FTRABIT_XFER_RESULTS == x->kind) {
+                owned[i] = buf;
+            }
+            err = ftrabit_sends_post(&sends, buf, len, x->to, FTRABIT_TAG_XFER_BASE + i,
+                                     st->comm);
+        }
+    }
+    if (rank == source && MPI_SUCCESS == err) {
+        err = ftrabit_post_bootstrap(st, all, size, &sends, &owned[plan->nxfers]);
+    }
+    for (int i = 0; i < plan->nxfers && MPI_SUCCESS == err; i++) {
+        if (plan->xfers[i].to == rank) {
+            err = ftrabit_xfer_receive(st, &plan->xfers[i], FTRABIT_TAG_XFER_BASE + i);
+        }
+    }
+    if (all[rank].replacement && source >= 0 && MPI_SUCCESS == err) {
+        err = ftrabit_receive_bootstrap(st, source);
+    }
+    /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
+     * waits for its receiver: without a revoke, two such ranks wait on each other's sends
+     * for ever. The revoke ends the wait for them, in error. */
+    if (MPI_SUCCESS != err) {
+        MPIX_Comm_revoke(st->comm);
+    }
+    int send_err = ftrabit_sends_wait(&sends);
+    if (MPI_SUCCESS != send_err && MPI_SUCCESS == err) {
+        MPIX_Comm_revoke(st->comm);
+    }
+    ftrabit_free_sent(owned, plan->nxfers + 1, MPI_SUCCESS == send_err);
+    free(owned);
+    return MPI_SUCCESS == err ? send_err : err;
+}
+
 int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
 {
     int size, rank, err;
@@ -403,6 +463,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         goto out;
     }
     ftrabit_fill_record(st, &mine);
+    ftrabit_recovery_doing("exchanging the ranks' states (catch-up)");
     err = MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, st->comm);
     if (MPI_SUCCESS != err) {
         goto out;
@@ -414,6 +475,7 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
          * may be one that died right after the records were exchanged, and nothing after
          * this tells the others (the job then ended with no word of why). */
         fprintf(stderr, "ftrabit: recovery is not possible: %s\n", ftrabit_plan_error(rc));
+        ftrabit_durable_say_restart(st);
         if (0 == rank) {
             ftrabit_log_records(all, size);
         }
@@ -431,62 +493,20 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed)
         first[r] = all[r].first_rank;
     }
 
-    /* Post every send first. */
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (plan.nxfers + 1));
-    void **owned = calloc((size_t) plan.nxfers + 1, sizeof(void *));
-    int nreqs = 0;
-    for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
-        const ftrabit_transfer_t *x = &plan.xfers[i];
-        void *buf;
-        size_t len;
-        if (x->from != rank) {
-            continue;
-        }
-        err = ftrabit_xfer_payload(st, x, orig[x->to], &buf, &len);
-        if (MPI_SUCCESS == err) {
-            if (FTRABIT_XFER_RESULTS == x->kind) {
-                owned[i] = buf;
-            }
-            err = ftrabit_isend_bytes(buf, len, x->to, FTRABIT_TAG_XFER_BASE + i, st->comm,
-                                      &reqs[nreqs++]);
-        }
-    }
-    for (int i = 0; i < plan.nxfers && MPI_SUCCESS == err; i++) {
-        if (plan.xfers[i].to == rank) {
-            err = ftrabit_xfer_receive(st, &plan.xfers[i], FTRABIT_TAG_XFER_BASE + i);
-        }
-    }
-    /* A rank that stopped receiving leaves peers' sends to it unmatched, and a large send
-     * waits for its receiver: without a revoke, two such ranks wait on each other's sends
-     * for ever. The revoke ends the wait for them, in error. */
-    if (MPI_SUCCESS != err) {
-        MPIX_Comm_revoke(st->comm);
-    }
-    int send_err = ftrabit_wait_sends(nreqs, reqs);
-    if (MPI_SUCCESS != send_err && MPI_SUCCESS == err) {
-        MPIX_Comm_revoke(st->comm);
-        (void) MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE); /* those left pending */
-    }
+    err = ftrabit_transfers(st, &plan, all, orig, size, rank);
+    /* The reseed's senders may be replacements that received their own local state just
+     * now: everybody's transfers end first. */
     if (MPI_SUCCESS == err) {
-        err = send_err;
+        err = ftrabit_wait_for_transfers(st->comm);
     }
-    ftrabit_free_sent(owned, plan.nxfers, MPI_SUCCESS == send_err);
-    free(owned);
-    free(reqs);
-    if (MPI_SUCCESS != err) {
-        goto out;
-    }
-
-    /* Replacements also get the bootstrap table (ftrabit_share_bootstrap says from whom). */
-    err = ftrabit_share_bootstrap(st, all, size, rank);
-    if (MPI_SUCCESS != err) {
-        goto out;
-    }
-    if (FTRABIT_RECOVER_RESPAWN == ftrabit_settings.policy) {
+    if (MPI_SUCCESS == err && FTRABIT_RECOVER_RESPAWN == ftrabit_settings.policy) {
         err = ftrabit_reseed_replicas(st, all, size, rank);
-        if (MPI_SUCCESS != err) {
-            goto out;
+        if (MPI_SUCCESS == err) {
+            err = ftrabit_wait_for_transfers(st->comm);
         }
+    }
+    if (MPI_SUCCESS != err) {
+        goto out;
     }
 
     /* Everybody is at the target now. */

@@ -7,7 +7,10 @@
  * commit the new version (global copy, own local copy, the replicas) and drop the cached
  * results it no longer needs. If anything failed, no rank commits: recovery runs and the
  * checkpoint is taken again. Because a version is committed everywhere or nowhere, a
- * replacement never has to replay across a checkpoint.
+ * replacement never has to replay across a checkpoint. With coll_ftrabit_checkpoint_dir the
+ * agreement's flag also says what is on disk, and a committed version goes to the durable
+ * writer (ftrabit_durable.h). The flag also carries preemption notices: once a version is
+ * committed, notified ranks are handed over (ftrabit_notice.h).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +21,9 @@
 #include <mpi-ext.h>
 
 #include "ftrabit.h"
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_notice.h"
 
 #define FTRABIT_TAG_RING 7750
 
@@ -32,6 +37,7 @@ void ftrabit_replicas_free(ftrabit_replica_t *replicas, int n)
 
 void ftrabit_replicas_replace(ftrabit_state_t *st, ftrabit_replica_t *replicas, int n)
 {
+    ftrabit_durable_wait(st); /* the writer may be reading them */
     ftrabit_replicas_free(st->replicas, st->nreplicas);
     st->replicas = replicas;
     st->nreplicas = n;
@@ -41,22 +47,24 @@ void ftrabit_replicas_replace(ftrabit_state_t *st, ftrabit_replica_t *replicas, 
 static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t local_size,
                                  ftrabit_replica_t **received, int *nreceived)
 {
-    int size, rank, err = MPI_SUCCESS;
+    int size, rank;
     MPI_Comm_size(st->comm, &size);
     MPI_Comm_rank(st->comm, &rank);
     int k = ftrabit_settings.local_replicas < size - 1 ? ftrabit_settings.local_replicas : size - 1;
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) (k > 0 ? k : 1));
+    ftrabit_sends_t sends;
     ftrabit_replica_t *got = calloc((size_t) (k > 0 ? k : 1), sizeof(*got));
-    int nsent = 0, ngot = 0;
+    int ngot = 0, err = ftrabit_sends_open(&sends, k);
 
-    if (!reqs || !got) {
-        free(reqs);
+    if (MPI_SUCCESS != err || NULL == got) {
+        if (MPI_SUCCESS == err) {
+            (void) ftrabit_sends_wait(&sends);
+        }
         free(got);
         return MPI_ERR_NO_MEM;
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
-        err = ftrabit_isend_bytes(local, local_size, (rank + i) % size, FTRABIT_TAG_RING,
-                                  st->comm, &reqs[nsent++]);
+        err = ftrabit_sends_post(&sends, local, local_size, (rank + i) % size, FTRABIT_TAG_RING,
+                                 st->comm);
     }
     for (int i = 1; i <= k && MPI_SUCCESS == err; i++) {
         int from = (rank - i + size) % size;
@@ -68,8 +76,7 @@ static int ftrabit_ring_exchange(ftrabit_state_t *st, const void *local, size_t 
         got[ngot].owner = from; /* ranks equal original ranks under respawn */
         ngot++;
     }
-    int send_err = MPI_Waitall(nsent, reqs, MPI_STATUSES_IGNORE);
-    free(reqs);
+    int send_err = ftrabit_sends_wait(&sends);
     if (MPI_SUCCESS == err) {
         err = send_err;
     }
@@ -91,12 +98,31 @@ static void *ftrabit_dup_bytes(const void *src, size_t len)
     return p;
 }
 
+/* Make `version` at `seq` the committed checkpoint: the state takes the buffers. */
+static void ftrabit_commit_owned(ftrabit_state_t *st, uint64_t seq, int version, void *global,
+                                 size_t global_size, void *local, size_t local_size,
+                                 ftrabit_replica_t *replicas, int nreplicas)
+{
+    st->global = global;
+    st->global_size = global_size;
+    st->local = local;
+    st->local_size = local_size;
+    ftrabit_replicas_replace(st, replicas, nreplicas);
+    st->version = version;
+    st->ckpt_seq = seq;
+    st->completed_seq = seq;
+    /* Nobody restarts before this version any more. */
+    ftrabit_held_restart(st, seq + 1);
+    ftrabit_cache_drop_through(&st->results, seq);
+}
+
 static void ftrabit_commit(ftrabit_state_t *st, uint64_t seq, const void *global,
                            size_t global_size, const void *local, size_t local_size,
                            ftrabit_replica_t *replicas, int nreplicas)
 {
     void *global_copy, *local_copy;
 
+    ftrabit_durable_wait(st); /* the writer may still be reading the version before */
     free(st->global); /* first: a state of gigabytes is not held three times */
     free(st->local);
     st->global = st->local = NULL;
@@ -109,17 +135,27 @@ static void ftrabit_commit(ftrabit_state_t *st, uint64_t seq, const void *global
                         "%zu bytes): ending the job\n", global_size, local_size);
         MPI_Abort(st->comm, MPI_ERR_NO_MEM);
     }
-    st->global = global_copy;
-    st->global_size = global_size;
-    st->local = local_copy;
-    st->local_size = local_size;
-    ftrabit_replicas_replace(st, replicas, nreplicas);
-    st->version++;
-    st->ckpt_seq = seq;
-    st->completed_seq = seq;
-    /* Nobody restarts before this version any more. */
-    ftrabit_held_restart(st, seq + 1);
-    ftrabit_cache_drop_through(&st->results, seq);
+    ftrabit_commit_owned(st, seq, st->version + 1, global_copy, global_size, local_copy,
+                         local_size, replicas, nreplicas);
+}
+
+int ftrabit_checkpoint_adopt(ftrabit_state_t *st, int version, void *global, size_t global_size,
+                             void *local, size_t local_size)
+{
+    ftrabit_replica_t *received = NULL;
+    int nreceived = 0;
+    int err = ftrabit_ring_exchange(st, local, local_size, &received, &nreceived);
+
+    if (MPI_SUCCESS != err) {
+        free(global);
+        free(local);
+        return err;
+    }
+    /* one sequence number, as FTR_Checkpoint takes: a replacement restarting from this
+     * version later resumes its numbering right after it, as the others did */
+    ftrabit_commit_owned(st, st->completed_seq + 1, version, global, global_size, local,
+                         local_size, received, nreceived);
+    return MPI_SUCCESS;
 }
 
 /* After a rebuild inside the checkpoint of `seq`: can the replacements reach this call by
@@ -147,15 +183,22 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
     uint64_t seq = st->completed_seq + 1;
     for (;;) {
         ftrabit_replica_t *received = NULL;
-        int nreceived = 0;
-        int err = ftrabit_ring_exchange(st, local, local_size, &received, &nreceived);
-        int flag = MPI_SUCCESS == err;
+        int nreceived = 0, bits;
+        int err = ftrabit_durable_prepare(st, &bits);
+        if (MPI_SUCCESS != err) {
+            MPIX_Comm_revoke(st->comm); /* the others may wait for it in the ring exchange */
+        } else {
+            err = ftrabit_ring_exchange(st, local, local_size, &received, &nreceived);
+        }
+        int flag = (MPI_SUCCESS == err ? FTRABIT_AGREE_EXCHANGED : 0) | bits
+                   | ftrabit_notice_vote();
         int agree_err = MPIX_Comm_agree(st->comm, &flag);
-        if (MPI_SUCCESS == agree_err && flag) {
+        if (MPI_SUCCESS == agree_err && (flag & FTRABIT_AGREE_EXCHANGED)) {
             ftrabit_commit(st, seq, global, global_size, local, local_size, received, nreceived);
             ftrabit_log(2, "checkpoint version %d committed at seq %llu", st->version,
                         (unsigned long long) seq);
-            return MPI_SUCCESS;
+            ftrabit_durable_committed(st, flag);
+            return ftrabit_notice_after_commit(st, comm, flag); /* a preemption notice */
         }
         ftrabit_replicas_free(received, nreceived);
         if (MPI_SUCCESS != err && !ftrabit_is_process_failure(err)) {
@@ -188,9 +231,14 @@ int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *
         return MPI_SUCCESS; /* fresh start: buffers untouched */
     }
     if (st->global_size != global_size || st->local_size != local_size) {
+        const char *dir = ftrabit_durable_restored_from(st);
         fprintf(stderr, "ftrabit: FTR_Load_checkpoint with buffers of %zu and %zu bytes, but "
-                        "version %d was checkpointed with %zu and %zu bytes\n",
-                global_size, local_size, st->version, st->global_size, st->local_size);
+                        "version %d was checkpointed with %zu and %zu bytes%s%s%s\n",
+                global_size, local_size, st->version, st->global_size, st->local_size,
+                NULL != dir ? " (read back from coll_ftrabit_checkpoint_dir " : "",
+                NULL != dir ? dir : "",
+                NULL != dir ? ": a checkpoint of another layout, written with other options or "
+                              "by another version of the program?)" : "");
         return MPI_ERR_TRUNCATE;
     }
     memcpy(global, st->global, global_size);

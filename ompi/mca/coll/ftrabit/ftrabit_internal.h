@@ -43,11 +43,19 @@ typedef struct {
     int test_kill_in_catch_up; /* ... in a catch-up with a replacement in it (-1: none) */
     int spares;                /* warm spares the job was started with (ftrabit_spares.c) */
     int test_kill_spare;       /* world rank of a spare that dies while waiting (-1: none) */
-    int test_message_limit;    /* bytes above which a message takes a derived type (0: INT_MAX) */
+    int notice;                /* a SIGTERM is a preemption notice (ftrabit_notice.c) */
+    int test_message_limit;    /* bytes per part of a message (0: 4 MiB) */
+    char *checkpoint_dir;      /* durable checkpoints go there (NULL: none; ftrabit_durable.c) */
+    int checkpoint_keep;       /* versions known complete that are kept there */
+    int test_kill_in_write;    /* original rank whose writer dies in the middle of a file */
+    int test_kill_in_write_version; /* ... of this version */
     int verbose;
 } ftrabit_settings_t;
 
 extern ftrabit_settings_t ftrabit_settings;
+
+/* The longest coll_ftrabit_checkpoint_dir accepted (its files' paths must fit PATH_MAX). */
+#define FTRABIT_CVAR_STRING_MAX 1024
 
 /* A replica of a ring predecessor's local checkpoint. */
 typedef struct {
@@ -105,6 +113,7 @@ typedef struct ftrabit_state {
     int spares_taken;          /* spares that took dead ranks in the last recovery */
     int respawned;             /* processes spawned in the last recovery */
     int recoveries;            /* how many recoveries this process took part in */
+    struct ftrabit_durable *durable; /* durable checkpoints (NULL: none; ftrabit_durable.c) */
     uint64_t stalled_recoveries; /* how many in a row, up to the last of them, got no further
                                     than served_until */
     double last_recovery_seconds;
@@ -180,6 +189,9 @@ int ftrabit_spares_active(void);
 int ftrabit_spares_round(int my_rank, ftrabit_spares_round_t *out);
 /* FTR_Finalize: waiting spares leave. */
 void ftrabit_spares_release(void);
+/* A process whose rank a standby round handed over after a preemption notice: it waits
+ * as a spare that never takes a rank, until FTR_Finalize releases it; never returns. */
+void ftrabit_spares_wait_out(void) __attribute__((noreturn));
 /* In a spare chosen by a round: complete the rebuild with the survivors and catch up. */
 int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI_Comm *world);
 
@@ -191,11 +203,30 @@ int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed);
 /* Checkpoint storage (ftrabit_checkpoint.c). */
 int ftrabit_checkpoint_exchange(ftrabit_state_t *st, const void *global, size_t global_size,
                                 const void *local, size_t local_size);
+/* Collective: commit `version` (read back from disk, ftrabit_durable.c) as if FTR_Checkpoint
+ * had just committed it: the state takes the buffers (freed on an error), the ring
+ * exchange gives each rank its predecessors' replicas again. */
+int ftrabit_checkpoint_adopt(ftrabit_state_t *st, int version, void *global, size_t global_size,
+                             void *local, size_t local_size);
 
-/* Messages of any size, beyond MPI's int counts (ftrabit_message.c). ftrabit_recv_blob
- * receives one from `from` into a new buffer (freed by the caller). */
-int ftrabit_isend_bytes(const void *buf, size_t len, int to, int tag, MPI_Comm comm,
-                        MPI_Request *req);
+/* Messages of any size (ftrabit_message.c): a length, then parts of a few MiB, each part
+ * that completes counting as a recovery's progress. Sends are posted into a set and
+ * waited for together; ftrabit_recv_blob receives one message from `from` into a new
+ * buffer (freed by the caller). */
+typedef struct {
+    MPI_Request *reqs;
+    int n, room;
+    unsigned char *headers; /* each message's length, kept until sent */
+    int nmessages, max_messages;
+} ftrabit_sends_t;
+int ftrabit_sends_open(ftrabit_sends_t *s, int max_messages);
+int ftrabit_sends_post(ftrabit_sends_t *s, const void *buf, size_t len, int to, int tag,
+                       MPI_Comm comm);
+/* Waits for every send posted, and closes the set. On an error (a process failure first,
+ * if any) the sends left are let go: Open MPI's waits leave a request that ended in error
+ * allocated and, under ULFM, others pending, and each holds its communicator. A send let
+ * go may still read its buffer: the caller keeps it allocated. */
+int ftrabit_sends_wait(ftrabit_sends_t *s);
 int ftrabit_send_bytes(const void *buf, size_t len, int to, int tag, MPI_Comm comm);
 int ftrabit_recv_blob(int from, int tag, MPI_Comm comm, void **buf, size_t *len);
 

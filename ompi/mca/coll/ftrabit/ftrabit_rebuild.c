@@ -24,7 +24,9 @@
 #include <mpi-ext.h>
 
 #include "ftrabit.h"
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_notice.h"
 #include "ftrabit_rebuild.h"
 
 #define FTRABIT_MAX_REBUILDS 16
@@ -110,6 +112,7 @@ int ftrabit_step_agreed(MPI_Comm comm, int err, const char *step)
         flag &= ~FTRABIT_STEP_DONE; /* someone died: the next step would wait for it */
     }
     if (flag & FTRABIT_STEP_DONE) {
+        ftrabit_recovery_progress();
         return MPI_SUCCESS;
     }
     ftrabit_log(1, "rebuild step '%s' failed somewhere (here: error %d): %s", step, err,
@@ -122,49 +125,92 @@ int ftrabit_step_agreed(MPI_Comm comm, int err, const char *step)
 
 /* ---- the recovery watchdog ------------------------------------------------------------
  * MPI_Comm_spawn and the merge that follows block until the replacements run MPI_Init and
- * join; nothing in MPI can cancel them. A thread waits for the rebuild to finish and, if
- * coll_ftrabit_recovery_timeout passes first, ends the job with a message instead of
- * letting it hang. */
+ * join; nothing in MPI can cancel them, and a transfer to a peer that went silent can wait
+ * as long. A thread watches the rebuild and, if it makes no progress for
+ * coll_ftrabit_recovery_timeout, ends the process with a message saying what it was doing,
+ * instead of letting the job hang. Progress is a step done (ftrabit_recovery_doing) or a
+ * part of a checkpoint or result transferred (ftrabit_message.c): a recovery that moves
+ * gigabytes over a slow network takes as long as it must. */
 static pthread_mutex_t ftrabit_watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ftrabit_watchdog_cond = PTHREAD_COND_INITIALIZER;
 static int ftrabit_watchdog_done;
+static uint64_t ftrabit_progress_ns;   /* CLOCK_MONOTONIC of the latest progress */
+static const char *ftrabit_doing = "starting"; /* a string constant */
+
+static uint64_t ftrabit_monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t) t.tv_sec * 1000000000u + (uint64_t) t.tv_nsec;
+}
+
+void ftrabit_recovery_progress(void)
+{
+    __atomic_store_n(&ftrabit_progress_ns, ftrabit_monotonic_ns(), __ATOMIC_RELAXED);
+}
+
+void ftrabit_recovery_doing(const char *what)
+{
+    __atomic_store_n(&ftrabit_doing, what, __ATOMIC_RELAXED);
+    ftrabit_recovery_progress();
+}
 
 typedef struct {
     int seconds;
     int orig_rank;    /* of the survivor waiting, or -1 in a replacement */
 } ftrabit_watchdog_arg_t;
 
+/* Sleeps until `seconds` pass without progress (returns 1) or the rebuild ends (0). */
+static int ftrabit_watchdog_expired(int seconds)
+{
+    uint64_t limit = (uint64_t) seconds * 1000000000u;
+    int expired = 0;
+
+    pthread_mutex_lock(&ftrabit_watchdog_lock);
+    while (!ftrabit_watchdog_done) {
+        /* the progress first: read after it, the clock is never behind it */
+        uint64_t last = __atomic_load_n(&ftrabit_progress_ns, __ATOMIC_RELAXED);
+        uint64_t idle = ftrabit_monotonic_ns() - last;
+        if (idle >= limit) {
+            expired = 1;
+            break;
+        }
+        struct timespec deadline;
+        uint64_t wait = limit - idle;
+        clock_gettime(CLOCK_REALTIME, &deadline); /* the condition's clock */
+        deadline.tv_sec += (time_t) (wait / 1000000000u);
+        deadline.tv_nsec += (long) (wait % 1000000000u);
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&ftrabit_watchdog_cond, &ftrabit_watchdog_lock, &deadline);
+    }
+    pthread_mutex_unlock(&ftrabit_watchdog_lock);
+    return expired;
+}
+
 static void *ftrabit_watchdog_main(void *p)
 {
     ftrabit_watchdog_arg_t arg = *(ftrabit_watchdog_arg_t *) p;
-    struct timespec deadline;
-    int expired = 0;
 
     free(p);
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += arg.seconds;
-    pthread_mutex_lock(&ftrabit_watchdog_lock);
-    while (!ftrabit_watchdog_done && !expired) {
-        expired = ETIMEDOUT == pthread_cond_timedwait(&ftrabit_watchdog_cond,
-                                                      &ftrabit_watchdog_lock, &deadline);
-    }
-    pthread_mutex_unlock(&ftrabit_watchdog_lock);
-    if (expired && !ftrabit_watchdog_done) {
+    if (ftrabit_watchdog_expired(arg.seconds)) {
         /* write(2), not stdio: the thread blocked in MPI may be printing to stderr without
          * end (Open MPI 5.0.7's MPI_Intercomm_merge with a dead replacement spins in
          * NBC_Progress, printing an error at each turn), and then holds stderr's lock almost
          * all the time: fprintf here waited for it for ever and the job hung. */
-        char msg[320];
+        char msg[400];
+        const char *doing = __atomic_load_n(&ftrabit_doing, __ATOMIC_RELAXED);
         int len;
         if (arg.orig_rank >= 0) {
-            len = snprintf(msg, sizeof(msg), "ftrabit: recovery did not finish within "
-                           "coll_ftrabit_recovery_timeout (%d s): the replacement process(es) "
-                           "never joined (original rank %d waiting). Ending this process.\n",
-                           arg.seconds, arg.orig_rank);
+            len = snprintf(msg, sizeof(msg), "ftrabit: recovery made no progress for "
+                           "coll_ftrabit_recovery_timeout (%d s) while %s (original rank %d). "
+                           "Ending this process.\n", arg.seconds, doing, arg.orig_rank);
         } else {
-            len = snprintf(msg, sizeof(msg), "ftrabit: this replacement process could not join "
-                           "the survivors within coll_ftrabit_recovery_timeout (%d s). Ending "
-                           "it.\n", arg.seconds);
+            len = snprintf(msg, sizeof(msg), "ftrabit: this replacement process made no "
+                           "progress for coll_ftrabit_recovery_timeout (%d s) while %s. Ending "
+                           "it.\n", arg.seconds, doing);
         }
         if (len > 0) {
             ssize_t ignored = write(STDERR_FILENO, msg, (size_t) len < sizeof(msg) ? (size_t) len
@@ -191,6 +237,7 @@ static int ftrabit_watchdog_arm(int orig_rank, pthread_t *thread)
     arg->seconds = ftrabit_settings.recovery_timeout;
     arg->orig_rank = orig_rank;
     ftrabit_watchdog_done = 0;
+    ftrabit_recovery_doing("starting the rebuild");
     if (0 != pthread_create(thread, NULL, ftrabit_watchdog_main, arg)) {
         free(arg);
         return 0;
@@ -229,6 +276,7 @@ static int ftrabit_join(MPI_Comm parent, ftrabit_state_t **state)
 
     *state = NULL;
     MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+    ftrabit_recovery_doing("joining the survivors");
     /* The survivors send the join record only once the spawn held on all of them; the
      * answer tells them this process is alive, and "go" that they all agreed on it
      * (ftrabit_introduce_replacements): from here on they take part in the merge. */
@@ -326,9 +374,13 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
 
     *rebuilt = MPI_COMM_NULL;
     MPIX_Comm_revoke(current);
+    ftrabit_recovery_doing("agreeing on the failed processes");
     if (!*shrinking && ftrabit_spares_active()) {
         ftrabit_spares_round_t round;
-        err = ftrabit_spares_round(st->orig_rank, &round);
+        err = ftrabit_spares_round(ftrabit_notice_standby_rank(st), &round);
+        if (MPI_SUCCESS == err) {
+            err = ftrabit_notice_after_round(round.rank); /* a handed-over rank leaves */
+        }
         if (MPI_SUCCESS != err) {
             return err;
         }
@@ -338,6 +390,10 @@ static int ftrabit_rebuild(ftrabit_state_t *st, MPI_Comm current, int *shrinking
     err = MPIX_Comm_shrink(current, &shrunk);
     if (MPI_SUCCESS != err) {
         ftrabit_log(0, "MPIX_Comm_shrink failed (%d)", err);
+        return err;
+    }
+    err = ftrabit_notice_split_out(&shrunk); /* a handover: the notified ranks leave */
+    if (MPI_SUCCESS != err) {
         return err;
     }
     return ftrabit_complete_rebuild(st, shrunk, -1, shrinking, rebuilt);
@@ -497,6 +553,7 @@ static int ftrabit_rebuild_loop(ftrabit_state_t *st, int *shrinking)
     }
     fprintf(stderr, "ftrabit: recovery is not possible: processes kept failing through %d "
                     "rebuilds\n", FTRABIT_MAX_REBUILDS);
+    ftrabit_durable_say_restart(st);
     return err;
 }
 
@@ -511,11 +568,16 @@ static void ftrabit_announce_recovery(const ftrabit_state_t *st, int shrinking)
                       : 0 == st->respawned ? "spares"
                                            : "spares, then respawn";
 
+    const char *what = ftrabit_notice_take_handed_over()
+                           ? "handed over the rank(s) of a preemption notice"
+                           : "recovered from a process failure";
+
     MPI_Comm_size(st->comm, &size);
     if (st->announces_recovery) {
-        fprintf(stderr, "ftrabit: recovered from a process failure in %.3f s (%s; %d ranks, "
-                        "catching up to collective %llu)\n",
-                st->last_recovery_seconds, how, size, (unsigned long long) st->served_until);
+        fprintf(stderr, "ftrabit: %s in %.3f s (%s; %d ranks, catching up to collective "
+                        "%llu)\n",
+                what, st->last_recovery_seconds, how, size,
+                (unsigned long long) st->served_until);
         fflush(stderr);
     }
 }
@@ -530,6 +592,7 @@ static int ftrabit_hand_out_agreed(ftrabit_state_t *st, MPI_Comm *app)
     MPI_Comm kept = st->app_comm;
 
     ftrabit_maybe_die_in_recovery(st, FTRABIT_TEST_STEP_HAND_OUT);
+    ftrabit_recovery_doing("handing the rebuilt communicator out (MPI_Comm_dup)");
     int err = ftrabit_state_hand_out(st, app);
 
     err = ftrabit_step_agreed(st->comm, err, "hand-out");

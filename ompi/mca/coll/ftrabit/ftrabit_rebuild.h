@@ -35,6 +35,13 @@ void ftrabit_maybe_die_in_recovery(const ftrabit_state_t *st, int step);
  * error (every survivor gives up). */
 int ftrabit_step_agreed(MPI_Comm comm, int err, const char *step);
 
+/* coll_ftrabit_recovery_timeout bounds how long a recovery makes no progress
+ * (ftrabit_rebuild.c). Progress: a step done, a part of a message transferred. `what`, a
+ * string constant, says what the recovery does from now on ("waiting for ..."), for the
+ * message that ends a process if nothing moves. */
+void ftrabit_recovery_progress(void);
+void ftrabit_recovery_doing(const char *what);
+
 /* Merge with the replacements over `inter` and take the original rank order (`key`);
  * `high` as MPI_Intercomm_merge's. */
 int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, MPI_Comm *rebuilt);

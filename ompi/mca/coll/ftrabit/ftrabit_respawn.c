@@ -166,6 +166,7 @@ static int ftrabit_spawn_replacements(const ftrabit_state_t *st, MPI_Comm shrunk
                                       const ftrabit_spawn_args_t *args, MPI_Comm *inter)
 {
     *inter = MPI_COMM_NULL;
+    ftrabit_recovery_doing("starting replacement processes (MPI_Comm_spawn)");
     int err = MPI_Comm_spawn_multiple(ndead, args->commands, args->argvs, args->maxprocs,
                                       args->infos, 0, shrunk, inter, MPI_ERRCODES_IGNORE);
     if (MPI_SUCCESS == err) {
@@ -189,6 +190,7 @@ int ftrabit_merge_with_replacements(MPI_Comm inter, int key, int high, MPI_Comm 
     int err;
 
     *rebuilt = MPI_COMM_NULL;
+    ftrabit_recovery_doing("merging with the replacement processes (MPI_Intercomm_merge)");
     err = MPI_Intercomm_merge(inter, high, &merged);
     if (MPI_SUCCESS == err) {
         MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
@@ -243,7 +245,10 @@ static int ftrabit_wait_answers(MPI_Request *req, int n, int all_posted, int *re
             *records_in_use = 1;
         } else {
             MPI_Cancel(&req[i]);
-            MPI_Wait(&req[i], MPI_STATUS_IGNORE);
+            if (MPI_SUCCESS != MPI_Wait(&req[i], MPI_STATUS_IGNORE)
+                && MPI_REQUEST_NULL != req[i]) {
+                MPI_Request_free(&req[i]); /* MPI_Wait leaves it allocated after an error */
+            }
         }
     }
     return err;
@@ -295,6 +300,7 @@ static int ftrabit_introduce_replacements(const ftrabit_state_t *st, MPI_Comm sh
     int rank, err = MPI_SUCCESS;
 
     MPI_Comm_rank(shrunk, &rank);
+    ftrabit_recovery_doing("waiting for the replacement processes to answer from FTR_Init");
     if (0 == rank) {
         err = ftrabit_exchange_join_records(st, inter, dead, ndead);
     }

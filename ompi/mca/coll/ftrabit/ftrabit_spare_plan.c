@@ -93,11 +93,13 @@ int ftrabit_spare_place(const int *host, int world_size, int nspares, int *app_r
     return FTRABIT_SPARE_PLAN_OK;
 }
 
-/* Checks the members' records: ranks in range and held at most once. */
+/* Checks the members' records: ranks in range and held at most once; -1 and
+ * FTRABIT_SPARE_LEAVING hold none. */
 static int ftrabit_assign_input_ok(const int *held, int n, int app_size, char *is_held)
 {
     for (int i = 0; i < n; i++) {
-        if (held[i] < -1 || held[i] >= app_size || (held[i] >= 0 && is_held[held[i]])) {
+        if (held[i] < FTRABIT_SPARE_LEAVING || held[i] >= app_size
+            || (held[i] >= 0 && is_held[held[i]])) {
             return 0;
         }
         if (held[i] >= 0) {

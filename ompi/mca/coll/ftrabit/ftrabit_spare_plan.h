@@ -24,7 +24,9 @@
  *    survived: the application keeps its layout), otherwise one on the host that has the
  *    most spares left (so that those that remain stay spread); ties go to the spare first
  *    in the communicator's order. Dead ranks left over when spares run out are the ones a
- *    respawn must replace.
+ *    respawn must replace. A member that is leaving (a process that got a preemption
+ *    notice, ftrabit_notice.c) holds no rank afterwards and never takes one: the rank it
+ *    held is filled like a dead one's.
  *
  * 3. Respawn placement, on the root of a respawn: which live host each replacement is
  *    started on. Input: how many processes of the rebuilt job each live host has. Each
@@ -34,6 +36,9 @@
  */
 #ifndef FTRABIT_SPARE_PLAN_H
 #define FTRABIT_SPARE_PLAN_H
+
+/* In the assignment's records: a member that is leaving (neither a rank nor a spare). */
+#define FTRABIT_SPARE_LEAVING (-2)
 
 enum {
     FTRABIT_SPARE_PLAN_OK = 0,
@@ -49,9 +54,11 @@ int ftrabit_spare_place(const int *host, int world_size, int nspares, int *app_r
 
 /*
  * Assignment. n members (in the standby communicator's order): held[i] is the application
- * rank member i holds (0 <= held[i] < app_size, each at most once) or -1 (a spare);
- * host[i] its host. last_host[app_size]: host of the process that last held each rank.
- * Out: new_rank[n]: the rank each member holds afterwards (-1: stays a spare);
+ * rank member i holds (0 <= held[i] < app_size, each at most once), -1 (a spare) or
+ * FTRABIT_SPARE_LEAVING; host[i] its host. last_host[app_size]: host of the process that
+ * last held each rank.
+ * Out: new_rank[n]: the rank each member holds afterwards (-1: stays a spare;
+ * FTRABIT_SPARE_LEAVING: leaves);
  * *unfilled: dead ranks no spare could take (to respawn); *spares_left: spares still
  * waiting afterwards.
  */

@@ -46,6 +46,7 @@
 
 #include "ftrabit.h"
 #include "ftrabit_internal.h"
+#include "ftrabit_notice.h"
 #include "ftrabit_spare_plan.h"
 
 #define FTRABIT_TAG_STANDBY 7710
@@ -223,14 +224,20 @@ static void ftrabit_spare_maybe_die_for_test(void)
 }
 
 /* A spare inside FTR_Init: wait, take part in recoveries, and either take a dead rank's
- * place (return with *world) or leave at the end of the job. */
-static int ftrabit_spare_serve(MPI_Comm *world)
+ * place (return with *world) or leave at the end of the job. A process whose rank was
+ * handed over after a preemption notice (`handed_over`) waits the same way; like a spare
+ * that got a notice, it takes part in rounds as leaving and is never chosen. */
+static int ftrabit_spare_serve(MPI_Comm *world, int handed_over)
 {
     double cpu0, wall0;
 
     ftrabit_spare_clocks(&cpu0, &wall0);
-    ftrabit_log(1, "waiting as a spare");
-    ftrabit_spare_maybe_die_for_test();
+    if (handed_over) {
+        ftrabit_log(1, "waiting with the spares, taking no rank, until FTR_Finalize");
+    } else {
+        ftrabit_log(1, "waiting as a spare");
+        ftrabit_spare_maybe_die_for_test();
+    }
     for (;;) {
         int outcome, err;
         ftrabit_spares_round_t round;
@@ -250,7 +257,8 @@ static int ftrabit_spare_serve(MPI_Comm *world)
             fflush(stderr);
             _exit(1);
         }
-        err = ftrabit_spares_round(-1, &round);
+        err = ftrabit_spares_round(ftrabit_notice_pending() ? FTRABIT_SPARE_LEAVING : -1,
+                                   &round);
         if (MPI_SUCCESS != err) {
             return err;
         }
@@ -326,7 +334,7 @@ int ftrabit_spares_init(MPI_Comm *world)
         return err;
     }
     if (app_rank < 0) {
-        return ftrabit_spare_serve(world);
+        return ftrabit_spare_serve(world, 0);
     }
     MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
     if (NULL == (st = ftrabit_state_new(own, app_rank, standby.app_size))) {
@@ -336,6 +344,17 @@ int ftrabit_spares_init(MPI_Comm *world)
     ftrabit_log(1, "application rank %d of %d; %d spare(s) waiting", app_rank,
                 standby.app_size, standby.spares_left);
     return ftrabit_state_hand_out(st, world);
+}
+
+void ftrabit_spares_wait_out(void)
+{
+    MPI_Comm unused;
+    int err = ftrabit_spare_serve(&unused, 1); /* returns only on an error */
+
+    fprintf(stderr, "ftrabit: a process handed over after a preemption notice could not wait "
+                    "for the end of the job (error %d); it leaves now\n", err);
+    fflush(stderr);
+    _exit(1);
 }
 
 /* In FTR_Finalize of an application process: every waiting spare may leave. Sent by every
@@ -413,6 +432,17 @@ static int ftrabit_standby_assign(int my_rank, int *new_rank, MPI_Comm *filled, 
     return err;
 }
 
+/* Members that left after a preemption notice and wait for the release. */
+static int ftrabit_standby_has_leaving(void)
+{
+    for (int i = 0; i < standby.n; i++) {
+        if (FTRABIT_SPARE_LEAVING == standby.held[i]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The round succeeded: the new table replaces the old one. */
 static void ftrabit_standby_commit(ftrabit_standby_t *next)
 {
@@ -428,9 +458,12 @@ static void ftrabit_standby_commit(ftrabit_standby_t *next)
     standby.n = next->n;
     standby.spares_left = next->spares_left;
     if (0 == standby.spares_left) {
-        /* Nobody waits any more: recovery goes on without the standby communicator. */
+        /* Recovery goes on without the standby communicator; processes handed over after
+         * a preemption notice still wait on it for FTR_Finalize's release. */
         ftrabit_log(1, "the last spare has been used");
-        ftrabit_standby_free(0);
+        if (!ftrabit_standby_has_leaving()) {
+            ftrabit_standby_free(0);
+        }
     }
 }
 

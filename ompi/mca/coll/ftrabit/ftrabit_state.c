@@ -3,10 +3,12 @@
  * current MPI communicator as an attribute; and the settings, read from coll/ftrabit's MCA
  * parameters through MPI_T so that users set them the usual way (--mca coll_ftrabit_...).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftrabit.h"
+#include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
 
 ftrabit_settings_t ftrabit_settings = {
@@ -22,6 +24,11 @@ ftrabit_settings_t ftrabit_settings = {
     .test_kill_in_catch_up = -1,
     .spares = 0,
     .test_kill_spare = -1,
+    .notice = 1,
+    .checkpoint_dir = NULL,
+    .checkpoint_keep = 2,
+    .test_kill_in_write = -1,
+    .test_kill_in_write_version = 2,
     .verbose = 0,
 };
 
@@ -126,6 +133,10 @@ ftrabit_state_t *ftrabit_state_new(MPI_Comm comm, int orig_rank, int orig_size)
     ftrabit_bootstrap_init(&st->bootstrap);
     st->held_from = 1; /* no allreduce completed yet: it holds all it completes */
     st->restart_version = 0;
+    if (MPI_SUCCESS != ftrabit_durable_attach(st)) {
+        fprintf(stderr, "ftrabit: out of memory: no durable checkpoints in %s\n",
+                ftrabit_settings.checkpoint_dir);
+    }
     st->next = ftrabit_states;
     ftrabit_states = st;
     return st;
@@ -136,6 +147,7 @@ void ftrabit_state_free(ftrabit_state_t *st)
     if (NULL == st) {
         return;
     }
+    ftrabit_durable_free(st); /* its last write completes first */
     ftrabit_held_restart(st, 0); /* pool buffers lent to it */
     ftrabit_cache_fini(&st->results);
     ftrabit_bootstrap_fini(&st->bootstrap);
@@ -202,6 +214,31 @@ static int ftrabit_read_int_cvar(const char *name, int fallback)
     return value;
 }
 
+/* A string-valued control variable (a new string, NULL when empty or unset), or NULL when
+ * coll/ftrabit is not loaded. */
+static char *ftrabit_read_string_cvar(const char *name)
+{
+    int index, count;
+    MPI_T_cvar_handle handle;
+    char *value = NULL;
+
+    if (MPI_SUCCESS != MPI_T_cvar_get_index(name, &index)) {
+        return NULL;
+    }
+    if (MPI_SUCCESS == MPI_T_cvar_handle_alloc(index, NULL, &handle, &count)) {
+        /* Open MPI copies the whole string whatever count says: room for any value the
+         * component accepts (coll_ftrabit_component.c refuses longer ones) */
+        size_t room = (size_t) (count > 0 ? count : 0) + FTRABIT_CVAR_STRING_MAX + 1;
+        value = calloc(1, room);
+        if (NULL != value && (MPI_SUCCESS != MPI_T_cvar_read(handle, value) || '\0' == value[0])) {
+            free(value);
+            value = NULL;
+        }
+        MPI_T_cvar_handle_free(&handle);
+    }
+    return value;
+}
+
 void ftrabit_read_settings(void)
 {
     int provided;
@@ -229,8 +266,19 @@ void ftrabit_read_settings(void)
                                                      s->test_kill_in_catch_up);
     s->spares = ftrabit_read_int_cvar("coll_ftrabit_spares", s->spares);
     s->test_kill_spare = ftrabit_read_int_cvar("coll_ftrabit_test_kill_spare", s->test_kill_spare);
+    s->notice = ftrabit_read_int_cvar("coll_ftrabit_notice", s->notice);
     s->test_message_limit = ftrabit_read_int_cvar("coll_ftrabit_test_message_limit",
                                                   s->test_message_limit);
+    free(s->checkpoint_dir);
+    s->checkpoint_dir = ftrabit_read_string_cvar("coll_ftrabit_checkpoint_dir");
+    s->checkpoint_keep = ftrabit_read_int_cvar("coll_ftrabit_checkpoint_keep", s->checkpoint_keep);
+    if (s->checkpoint_keep < 1 || s->checkpoint_keep > 32) {
+        s->checkpoint_keep = 2; /* refused by the component, which said so */
+    }
+    s->test_kill_in_write = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_write",
+                                                  s->test_kill_in_write);
+    s->test_kill_in_write_version = ftrabit_read_int_cvar("coll_ftrabit_test_kill_in_write_version",
+                                                          s->test_kill_in_write_version);
     s->verbose = ftrabit_read_int_cvar("coll_ftrabit_verbose", s->verbose);
     MPI_T_finalize();
     if (FTRABIT_RECOVER_SHRINK == s->policy) {

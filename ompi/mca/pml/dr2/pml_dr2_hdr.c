@@ -28,6 +28,7 @@
 #define MATCH_OFF_FRAG_LEN 28
 #define MATCH_OFF_MSG_LEN 32
 #define MATCH_OFF_DATA_CRC 40
+#define MATCH_OFF_EPOCH 44
 
 /* FRAG. */
 #define FRAG_OFF_MSG_ID 8
@@ -39,6 +40,7 @@
 #define FRAG_OFF_OFFSET 24
 #define FRAG_OFF_MSG_LEN 32
 #define FRAG_OFF_DATA_CRC 40
+#define FRAG_OFF_RESERVED2 44
 
 /* ACK and NACK. */
 #define ACK_OFF_VFRAG 8
@@ -54,6 +56,7 @@
 #define EAGER_OFF_FRAG_LEN 28
 #define EAGER_OFF_ACK_VFRAG 32
 #define EAGER_OFF_ACK_MASK 36
+#define EAGER_OFF_EPOCH 44
 
 /* TINY. */
 #define TINY_OFF_VFRAG 1
@@ -301,6 +304,7 @@ static inline void encode_eager_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
     put_u32(p + EAGER_OFF_FRAG_LEN, hdr->frag_len);
     put_u32(p + EAGER_OFF_ACK_VFRAG, hdr->piggy_ack.vfrag);
     put_u64(p + EAGER_OFF_ACK_MASK, hdr->piggy_ack.mask);
+    put_u32(p + EAGER_OFF_EPOCH, hdr->match.epoch);
 }
 
 static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
@@ -318,6 +322,7 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
         put_u32(p + MATCH_OFF_FRAG_LEN, hdr->frag_len);
         put_u64(p + MATCH_OFF_MSG_LEN, hdr->match.msg_len);
         put_u32(p + MATCH_OFF_DATA_CRC, hdr->data_crc);
+        put_u32(p + MATCH_OFF_EPOCH, hdr->match.epoch);
         break;
     case PML_DR2_HDR_FRAG:
         put_u32(p + FRAG_OFF_MSG_ID, hdr->frag.msg_id);
@@ -329,6 +334,7 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
         put_u64(p + FRAG_OFF_OFFSET, hdr->frag.offset);
         put_u64(p + FRAG_OFF_MSG_LEN, hdr->frag.msg_len);
         put_u32(p + FRAG_OFF_DATA_CRC, hdr->data_crc);
+        put_u32(p + FRAG_OFF_RESERVED2, 0);
         break;
     case PML_DR2_HDR_EAGER:
         encode_eager_body(hdr, p);
@@ -568,9 +574,11 @@ static pml_dr2_hdr_status_t decode_body(const unsigned char *p, pml_dr2_hdr_t *h
         hdr->frag_len = get_u32(p + MATCH_OFF_FRAG_LEN);
         hdr->match.msg_len = get_u64(p + MATCH_OFF_MSG_LEN);
         hdr->data_crc = get_u32(p + MATCH_OFF_DATA_CRC);
+        hdr->match.epoch = get_u32(p + MATCH_OFF_EPOCH);
+        hdr->match.has_epoch = 1;
         break;
     case PML_DR2_HDR_FRAG:
-        if (get_u16(p + FRAG_OFF_RESERVED) != 0) {
+        if (get_u16(p + FRAG_OFF_RESERVED) != 0 || get_u32(p + FRAG_OFF_RESERVED2) != 0) {
             return PML_DR2_HDR_ERR_RESERVED;
         }
         hdr->frag.msg_id = get_u32(p + FRAG_OFF_MSG_ID);
@@ -622,6 +630,8 @@ static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
     hdr->match.msg_len = frag_len;
     hdr->piggy_ack.vfrag = get_u32(p + EAGER_OFF_ACK_VFRAG);
     hdr->piggy_ack.mask = get_u64(p + EAGER_OFF_ACK_MASK);
+    hdr->match.epoch = get_u32(p + EAGER_OFF_EPOCH);
+    hdr->match.has_epoch = 1;
     hdr->data_crc = get_u32(p + OFF_HDR_CRC);
     if ((status = check_eager_fields(hdr, max_payload)) != PML_DR2_HDR_OK) {
         return status;

@@ -163,14 +163,14 @@ int pml_dr2_path_count_up(const pml_dr2_path_state_t *paths, int n)
 
 int pml_dr2_path_slowest(const pml_dr2_path_state_t *paths, int n, int fallback)
 {
-    int slowest = fallback;
+    int slowest = -1; /* no path up seen yet; fallback may name a path, so it cannot say so */
 
     for (int i = 0; i < n; i++) {
-        if (paths[i].up && (slowest == fallback || paths[i].rto_us > paths[slowest].rto_us)) {
+        if (paths[i].up && (slowest < 0 || paths[i].rto_us > paths[slowest].rto_us)) {
             slowest = i;
         }
     }
-    return slowest;
+    return slowest < 0 ? fallback : slowest;
 }
 
 /* The pick among the up paths, those standing by included or not. */

@@ -108,7 +108,7 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
     peer->crosses_wire = false;
     for (int i = 0; i < peer->npaths; i++) {
         const char *btl = peer->paths[i].bml_btl->btl->btl_component->btl_version.mca_component_name;
-        bool crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum, btl);
+        bool crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum_in_use, btl);
         DR2_VERBOSE(10, "pml:dr2: peer %s path %d over btl %s: payload checksum %s",
                     OMPI_NAME_PRINT(&peer->proc->super.proc_name), i, btl, crc ? "crc32c" : "none");
         peer->tx_crc = peer->tx_crc || crc;
