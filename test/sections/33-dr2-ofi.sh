@@ -1,7 +1,7 @@
 # Sourced by test/run-tests.sh (see there for the helpers: unit, mpi, check, ft_run, ...).
 # pml/dr2 over btl/ofi (libfabric) on one host, with the providers a machine without special
-# NICs has: sockets, udp under ofi_rxd, tcp under ofi_rxm; alone and beside btl/tcp, under
-# injected faults and with a rank killed (docs/dr2-ofi.md). The cluster blocks are in
+# NICs has: sockets and udp under ofi_rxd (btl/ofi refuses tcp under ofi_rxm); alone and
+# beside btl/tcp, under injected faults (docs/dr2-ofi.md). The cluster blocks are in
 # 44-dr2-ofi-cluster.sh.
 
 echo "== pml/dr2 over btl/ofi (timeout ${timeout_s}s each)"

@@ -644,7 +644,7 @@ static void probe_flags_on_acks_only(void)
 static void from_prefix(void)
 {
     static const unsigned char golden[] = {
-        0x09, 0x00, 0x01, 0x10, 0, 0, 0, 0, /* FROM, no flags, v1, 16 bytes, crc */
+        0x09, 0x00, 0x02, 0x10, 0, 0, 0, 0, /* FROM, no flags, v2, 16 bytes, crc */
         0x78, 0x56, 0x34, 0x12,             /* jobid */
         0xFE, 0xFF, 0xFF, 0xFF,             /* vpid */
     };

@@ -187,9 +187,9 @@ typedef enum {
 /* A TINY's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_TINY_MAX_PAYLOAD 256
 #define PML_DR2_HDR_LOCAL_LEN 12
-#define PML_DR2_HDR_FROM_LEN 16
 /* A LOCAL's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_LOCAL_MAX_PAYLOAD 8192
+#define PML_DR2_HDR_FROM_LEN 16
 /* The bits of a vfrag id a TINY carries. */
 #define PML_DR2_HDR_TINY_VFRAG_BITS 24
 
