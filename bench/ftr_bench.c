@@ -34,7 +34,7 @@
  *
  * Rank 0 prints comment lines starting with '#', then one line per size:
  *   BYTES MPI_USEC FTR_USEC RATIO RATIO_MIN RATIO_MAX RATIO_PAIRED KEPT HELD_KEPT HELD_BETWEEN
- *   COPY_USEC COPY_RATIO COPY_RATIO_PAIRED CKPT_USEC
+ *   COPY_USEC COPY_RATIO COPY_RATIO_PAIRED CKPT_USEC FLOOR_RATIO_PAIRED
  * per trial the slowest rank's mean time per call; per variant the median over trials;
  * RATIO = FTR_USEC / MPI_USEC; RATIO_MIN/MAX/PAIRED: lowest, highest and median of the
  * trials' paired ratios. Memory (FTR_Cache_memory, the largest over the ranks, at the end of
@@ -45,6 +45,9 @@
  * and its median paired ratio. CKPT_USEC: the mean time of one FTR_Checkpoint in the
  * trials (each batch's mean on the slowest rank, the median over the batches that had
  * one; -1 where none had: CHECKPOINT_EVERY 0, or fewer calls per trial than it).
+ * FLOOR_RATIO_PAIRED: FTR over the floor (the copy variant: MPI plus one memcpy of the
+ * result), the median of the trials' ratios of the two measured next to each other
+ * (0 for bcast, which has no copy variant).
  */
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -242,7 +245,7 @@ int main(int argc, char **argv)
     int rank, size, trials = 7;
     unsigned long max_bytes = 16UL << 20;
     double trial_sec = 0.06, t_mpi[MAX_TRIALS], t_ftr[MAX_TRIALS], ratio[MAX_TRIALS];
-    double t_copy[MAX_TRIALS], ratio_copy[MAX_TRIALS], t_ckpt[MAX_TRIALS];
+    double t_copy[MAX_TRIALS], ratio_copy[MAX_TRIALS], ratio_floor[MAX_TRIALS], t_ckpt[MAX_TRIALS];
     int n_ckpt;
 
     CHECK(FTR_Init(&argc, &argv, &world));
@@ -283,7 +286,7 @@ int main(int argc, char **argv)
         }
         printf("# bytes mpi_usec ftr_usec ratio ratio_min ratio_max ratio_paired kept "
                "held_kept_bytes held_between_bytes copy_usec copy_ratio copy_ratio_paired "
-               "ckpt_usec\n");
+               "ckpt_usec floor_ratio_paired\n");
         fflush(stdout);
     }
     for (size_t count = 1; count <= max_count; count *= 2) {
@@ -320,6 +323,7 @@ int main(int argc, char **argv)
             }
             ratio[t] = t_ftr[t] / t_mpi[t];
             ratio_copy[t] = is_bcast ? 0 : t_copy[t] / t_mpi[t];
+            ratio_floor[t] = is_bcast ? 0 : t_ftr[t] / t_copy[t];
         }
         maybe_checkpoint(1); /* the next size starts with an empty cache */
         unsigned long mem[3] = {mem_kept, mem_held_kept, mem_held_between}, mem_max[3];
@@ -332,10 +336,11 @@ int main(int argc, char **argv)
             }
             double m = median(t_mpi, trials), f = median(t_ftr, trials);
             double c = is_bcast ? 0 : median(t_copy, trials);
-            printf("%zu %.3f %.3f %.4f %.4f %.4f %.4f %lu %lu %lu %.3f %.4f %.4f %.3f\n",
+            printf("%zu %.3f %.3f %.4f %.4f %.4f %.4f %lu %lu %lu %.3f %.4f %.4f %.3f %.4f\n",
                    count * sizeof(double), 1e6 * m, 1e6 * f, f / m, lo, hi,
                    median(ratio, trials), mem_max[0], mem_max[1], mem_max[2], 1e6 * c, c / m,
-                   median(ratio_copy, trials), n_ckpt ? 1e6 * median(t_ckpt, n_ckpt) : -1.0);
+                   median(ratio_copy, trials), n_ckpt ? 1e6 * median(t_ckpt, n_ckpt) : -1.0,
+                   median(ratio_floor, trials));
             fflush(stdout);
         }
     }

@@ -226,7 +226,7 @@ ompi_version=$("$OMPI_PREFIX/bin/mpirun" --version | awk 'NR == 1 { print $NF }'
 sm_max_send=$("$OMPI_PREFIX/bin/ompi_info" --parsable --level 9 --param btl sm \
     | awk -F: '$5 == "btl_sm_max_send_size" && $6 == "value" { print $7; exit }')
 [ -n "$sm_max_send" ] || die "ompi_info does not report btl_sm_max_send_size"
-# dr2's largest header (PML_DR2_HDR_MAX_LEN, 44 bytes), rounded up: what a frag-sweep
+# dr2's largest header (PML_DR2_HDR_MAX_LEN, 48 bytes), rounded up: what a frag-sweep
 # run adds to its fragment size for btl_sm_max_send_size.
 dr2_hdr_room=64
 

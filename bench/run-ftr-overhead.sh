@@ -115,17 +115,18 @@ for np in $NPS; do
             /^#/ { next }
             NF >= 14 { b = $1; if (!(b in seen)) { seen[b] = 1; sizes[++ns] = b }
                        k = ++cnt[b]; m[b, k] = $2; f[b, k] = $3; p[b, k] = $7; cu[b, k] = $11; cp[b, k] = $13; if ($14 >= 0) ck[b, ++nck[b]] = $14
+                       fl[b, k] = NF >= 15 ? $15 : -1 # FTR / floor, paired (-1: an older ftr_bench)
                        if (!(b in lo) || $5 < lo[b]) lo[b] = $5; if (!(b in hi) || $6 > hi[b]) hi[b] = $6
                        if ($8 > kept[b]) kept[b] = $8; if ($9 > hk[b]) hk[b] = $9; if ($10 > hb[b]) hb[b] = $10 }
             END {
                 printf "# FTR_Allreduce vs MPI_Allreduce (in place, MPI_SUM of MPI_DOUBLE), %d ranks, checkpoint every %d calls\n", np, every
-                printf "# bytes mpi_us ftr_us ratio_of_medians median_paired_ratio ratio_min ratio_max runs kept held_kept_bytes held_between_bytes copy_us copy_ratio_of_medians copy_median_paired_ratio checkpoint_us\n"
+                printf "# bytes mpi_us ftr_us ratio_of_medians median_paired_ratio ratio_min ratio_max runs kept held_kept_bytes held_between_bytes copy_us copy_ratio_of_medians copy_median_paired_ratio checkpoint_us floor_median_paired_ratio\n"
                 for (s = 1; s <= ns; s++) { b = sizes[s]; n = cnt[b]
-                    for (k = 1; k <= n; k++) { mm[k] = m[b, k]; ff[k] = f[b, k]; pp[k] = p[b, k]; uu[k] = cu[b, k]; cc[k] = cp[b, k] }
+                    for (k = 1; k <= n; k++) { mm[k] = m[b, k]; ff[k] = f[b, k]; pp[k] = p[b, k]; uu[k] = cu[b, k]; cc[k] = cp[b, k]; ll[k] = fl[b, k] }
                     for (k = 1; k <= nck[b]; k++) kk[k] = ck[b, k]
-                    a = med(mm, n); c = med(ff, n); q = med(pp, n); u = med(uu, n); r = med(cc, n)
+                    a = med(mm, n); c = med(ff, n); q = med(pp, n); u = med(uu, n); r = med(cc, n); l = med(ll, n)
                     z = nck[b] ? med(kk, nck[b]) : -1 # -1: no checkpoint inside a trial of this size
-                    printf "%d %.3f %.3f %.4f %.4f %.4f %.4f %d %d %d %d %.3f %.4f %.4f %.3f\n", b, a, c, c / a, q, lo[b], hi[b], n, kept[b], hk[b], hb[b], u, u / a, r, z }
+                    printf "%d %.3f %.3f %.4f %.4f %.4f %.4f %d %d %d %d %.3f %.4f %.4f %.3f %.4f\n", b, a, c, c / a, q, lo[b], hi[b], n, kept[b], hk[b], hb[b], u, u / a, r, z, l }
             }' "$RAW"/ovh-np$np-e$every-r*.txt >"$OUT/ftr-overhead-np$np-every$every.dat"
     done
 done
@@ -321,8 +322,8 @@ EOF
         printf '\n![FTR_Allreduce vs MPI_Allreduce on %s ranks](ftr-overhead-np%s.png)\n' "$np" "$np"
         for every in $EVERYS; do
             printf '\n### %s ranks, checkpoint every %s calls\n\n' "$np" "$every"
-            printf '| size | MPI_Allreduce µs | FTR_Allreduce µs | ratio of medians | ratio, paired | paired-trial range | MPI + memcpy µs | floor, paired | FTR_Checkpoint µs |\n| ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: |\n'
-            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f | %s |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14, $15 < 0 ? "-" : sprintf("%.1f", $15) }' \
+            printf '| size | MPI_Allreduce µs | FTR_Allreduce µs | ratio of medians | ratio, paired | paired-trial range | MPI + memcpy µs | floor, paired | FTR / floor, paired | FTR_Checkpoint µs |\n| ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: | ---: |\n'
+            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f | %s | %s |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14, NF >= 16 && $16 > 0 ? sprintf("**%.2f**", $16) : "-", $15 < 0 ? "-" : sprintf("%.1f", $15) }' \
                 "$OUT/ftr-overhead-np$np-every$every.dat"
         done
     done

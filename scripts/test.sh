@@ -19,4 +19,10 @@ if ! command -v gdb >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get 
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q gdb >/dev/null 2>&1 \
         || echo "test.sh: gdb could not be installed: a hung test's log will have no stacks" >&2
 fi
+# fi_info, which tells the btl/ofi tests which libfabric providers run here
+# (test/sections/33-dr2-ofi.sh); without it they are skipped.
+if ! command -v fi_info >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q libfabric-bin >/dev/null 2>&1 \
+        || echo "test.sh: libfabric-bin could not be installed: the btl/ofi tests will be skipped" >&2
+fi
 exec "$src/test/run-tests.sh" "$build" "${1:-}"

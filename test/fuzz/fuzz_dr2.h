@@ -93,7 +93,7 @@ static inline size_t ref_hdr_len(int type)
     case PML_DR2_HDR_RNDV:
     case PML_DR2_HDR_FRAG:
     case PML_DR2_HDR_EAGER:
-        return 44;
+        return 48;
     case PML_DR2_HDR_ACK:
     case PML_DR2_HDR_NACK:
         return 20;
@@ -112,15 +112,15 @@ static inline uint32_t ref_hdr_crc(const unsigned char *p, size_t hdr_len)
     return pml_dr2_crc32c(PML_DR2_CRC32C_INIT, copy, hdr_len);
 }
 
-/* EAGER's one checksum: its 44 header bytes (hdr_crc as zero), then its payload. */
+/* EAGER's one checksum: its 48 header bytes (hdr_crc as zero), then its payload. */
 static inline uint32_t ref_eager_crc(const unsigned char *p, uint32_t frag_len)
 {
-    return pml_dr2_crc32c(ref_hdr_crc(p, 44), p + 44, frag_len);
+    return pml_dr2_crc32c(ref_hdr_crc(p, 48), p + 48, frag_len);
 }
 
 /* Write the header fields of h at p (ref_hdr_len(h->type) bytes), reserved bytes as given,
  * a correct header CRC. Does not check anything: invalid headers are what it is for.
- * EAGER: its h->frag_len payload bytes must already be at p + 44 (the CRC covers them). */
+ * EAGER: its h->frag_len payload bytes must already be at p + 48 (the CRC covers them). */
 static inline void ref_encode(const pml_dr2_hdr_t *h, unsigned char *p, uint8_t reserved)
 {
     size_t len = ref_hdr_len(h->type);
@@ -143,6 +143,7 @@ static inline void ref_encode(const pml_dr2_hdr_t *h, unsigned char *p, uint8_t 
         ref_put(p + 28, h->frag_len, 4);
         ref_put(p + 32, h->match.msg_len, 8);
         ref_put(p + 40, h->data_crc, 4);
+        ref_put(p + 44, h->match.epoch, 4);
         break;
     case PML_DR2_HDR_FRAG:
         ref_put(p + 8, h->frag.msg_id, 4);
@@ -170,6 +171,7 @@ static inline void ref_encode(const pml_dr2_hdr_t *h, unsigned char *p, uint8_t 
         ref_put(p + 28, h->frag_len, 4);
         ref_put(p + 32, h->piggy_ack.vfrag, 4);
         ref_put(p + 36, h->piggy_ack.mask, 8);
+        ref_put(p + 44, h->match.epoch, 4);
         ref_put(p + 4, ref_eager_crc(p, h->frag_len), 4);
         return;
     default:

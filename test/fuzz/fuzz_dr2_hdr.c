@@ -48,6 +48,7 @@ static void check_accepted(const unsigned char *p, size_t len, uint32_t max_payl
         FUZZ_CHECK(h->frag_len == ref_get(p + 28, 4));
         FUZZ_CHECK(h->match.msg_len == ref_get(p + 32, 8));
         FUZZ_CHECK(h->data_crc == ref_get(p + 40, 4));
+        FUZZ_CHECK(h->match.epoch == ref_get(p + 44, 4) && h->match.has_epoch);
         FUZZ_CHECK(h->frag_len <= h->match.msg_len);
         break;
     case PML_DR2_HDR_FRAG:
@@ -61,6 +62,7 @@ static void check_accepted(const unsigned char *p, size_t len, uint32_t max_payl
         FUZZ_CHECK(h->frag.offset == ref_get(p + 24, 8));
         FUZZ_CHECK(h->frag.msg_len == ref_get(p + 32, 8));
         FUZZ_CHECK(h->data_crc == ref_get(p + 40, 4));
+        FUZZ_CHECK(0 == ref_get(p + 44, 4));
         FUZZ_CHECK(h->frag.offset <= UINT64_MAX - h->frag_len);
         FUZZ_CHECK(h->frag.offset + h->frag_len <= h->frag.msg_len);
         break;
@@ -75,6 +77,7 @@ static void check_accepted(const unsigned char *p, size_t len, uint32_t max_payl
         FUZZ_CHECK(h->match.frag_count == 1 && h->match.msg_len == h->frag_len);
         FUZZ_CHECK(h->piggy_ack.vfrag == ref_get(p + 32, 4));
         FUZZ_CHECK(h->piggy_ack.mask == ref_get(p + 36, 8));
+        FUZZ_CHECK(h->match.epoch == ref_get(p + 44, 4) && h->match.has_epoch);
         FUZZ_CHECK(0 != h->piggy_ack.mask
                    || (0 == h->piggy_ack.vfrag && 0 == (h->flags & PML_DR2_HDR_FLAG_MATCHED)));
         FUZZ_CHECK(h->data_crc == ref_get(p + 4, 4));
@@ -267,6 +270,7 @@ static void fuzz_envelope(pml_dr2_hdr_t *h, fuzz_in_t *in)
     h->match.src = (int32_t) fuzz_u32(in);
     h->match.tag = (int32_t) fuzz_u32(in);
     h->match.seq = fuzz_u16(in);
+    h->match.epoch = fuzz_u32(in);
 }
 
 static void fuzz_fields(const uint8_t *data, size_t size)
@@ -361,6 +365,10 @@ static void fuzz_fields(const uint8_t *data, size_t size)
     if (ref_fields_valid(&h, reserved, max_payload)) {
         FUZZ_CHECK(pml_dr2_hdr_decode(wire, hl + plen, max_payload, &dec) == PML_DR2_HDR_OK);
         h.hdr_len = (uint8_t) hl;
+        /* decode says which headers carry an epoch */
+        if (h.type <= PML_DR2_HDR_RNDV || PML_DR2_HDR_EAGER == h.type) {
+            h.match.has_epoch = 1;
+        }
         FUZZ_CHECK(0 == memcmp(&dec, &h, sizeof(h)));
     } else {
         FUZZ_CHECK(pml_dr2_hdr_decode(wire, hl + plen, max_payload, &dec) != PML_DR2_HDR_OK);

@@ -33,6 +33,9 @@
  *                       flight arrives. PASS: the error as above, and the sentinel intact:
  *                       nothing of a receive that ended in error was written after it ended.
  *   dr2_paths plain     no cut: fragments go on every path (striping).
+ *   dr2_paths standby   no cut: fragments go on path 0 alone, path 1 stands by (its NIC is
+ *                       farther from the process: pml_dr2_path_locality, with a topology
+ *                       where it is).
  */
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -208,6 +211,8 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "plain";
     const char *control = argc > 2 ? argv[2] : NULL;
+    int standby = 0 == strcmp(mode, "standby");
+    int no_cut = standby || 0 == strcmp(mode, "plain");
     int both_heal = 0 == strcmp(mode, "both-heal");
     int one_way = 0 == strcmp(mode, "both") || both_heal;
     int size, peer, stop = 0, eclass = MPI_SUCCESS;
@@ -219,12 +224,11 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (2 != size || (strcmp(mode, "cut") && strcmp(mode, "heal") && !one_way
-                      && strcmp(mode, "plain"))
-        || (strcmp(mode, "plain") && NULL == control)) {
+    if (2 != size || (strcmp(mode, "cut") && strcmp(mode, "heal") && !one_way && !no_cut)
+        || (!no_cut && NULL == control)) {
         if (0 == rank) {
             fprintf(stderr, "usage: mpirun -np 2 dr2_paths cut|heal|both|both-heal CONTROL_DIR\n"
-                            "       mpirun -np 2 dr2_paths plain\n");
+                            "       mpirun -np 2 dr2_paths plain|standby\n");
         }
         MPI_Finalize();
         return 2;
@@ -250,7 +254,7 @@ int main(int argc, char **argv)
             if (STREAM == state && n == STREAMING_AFTER) {
                 seen = counters_sum(DOWNS); /* a down before the cut was something else */
                 phase("streaming");
-                state = strcmp(mode, "plain") ? WAIT_CUT : AFTER;
+                state = no_cut ? AFTER : WAIT_CUT;
                 event_at = n;
             } else if (WAIT_CUT == state && script_did(control, "cut")) {
                 state = WAIT_DOWN;
@@ -317,8 +321,11 @@ int main(int argc, char **argv)
     if (0 == rank && 0 == failures) {
         unsigned long sent[NPATHS];
         counters_read(FRAGS_SENT, sent);
-        if (strcmp(mode, "plain") && 0 == counters_sum(DOWNS)) {
+        if (!no_cut && 0 == counters_sum(DOWNS)) {
             fail("no path ever went down", 0);
+        }
+        if (standby && (0 == sent[0] || 0 != sent[1])) {
+            fail("fragments on path 1, which stands by (or none on path 0), fragments", sent[1]);
         }
         if (0 == strcmp(mode, "heal") || 0 == strcmp(mode, "plain")) {
             /* traffic on both networks: since the path came back (heal), or at all */

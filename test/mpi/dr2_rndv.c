@@ -2,11 +2,11 @@
  * ompi-resilience: the data a rendezvous request (RNDV) carries.
  *
  * A rendezvous message whose length is not a whole number of fragments ends in a rest;
- * when the rest fits the BTL's eager send, less dr2's 44-byte header, the RNDV carries
+ * when the rest fits the BTL's eager send, less dr2's 48-byte header, the RNDV carries
  * it (the message's last bytes) and the receiver keeps it until a receive matches. Run
  * with --mca pml_dr2_frag_size 8192 and btl/sm's eager limit 4096: fragments of F = 8192
- * bytes, RNDV data up to 4052 bytes. Rank 0 sends 3F + r bytes, r in 0, 1, 100, 4052 and
- * 4053, to rank 1, which receives each of them
+ * bytes, RNDV data up to 4048 bytes. Rank 0 sends 3F + r bytes, r in 0, 1, 100, 4048 and
+ * 4049, to rank 1, which receives each of them
  *   posted      with the receive posted before the send starts; rank 0 counts the data
  *               segments it handed to the BTL (pml_dr2_frags_sent, resends taken off):
  *               the RNDV and the fragments of what it did not carry
@@ -16,8 +16,8 @@
  *               that fit intact, nothing written past them
  *   vector      into every other byte of a buffer twice the size (non-contiguous)
  *   mprobe      by MPI_Mprobe and MPI_Mrecv after the RNDV arrived
- * and a synchronous send of 8, 4052 and 4053 bytes, which must not complete before rank 1
- * posts its receive: the first two go whole in their RNDV (one segment), 4053 does not.
+ * and a synchronous send of 8, 4048 and 4049 bytes, which must not complete before rank 1
+ * posts its receive: the first two go whole in their RNDV (one segment), 4049 does not.
  * Every byte is checked.
  *
  *   mpirun -np 2 --mca pml dr2 --mca pml_dr2_frag_size 8192 dr2_rndv
@@ -28,7 +28,7 @@
 #include "mpitest.h"
 
 #define FRAG 8192
-#define RNDV_DATA_MAX (4096 - 44)
+#define RNDV_DATA_MAX (4096 - 48) /* PML_DR2_HDR_MATCH_LEN */
 #define GUARD 64
 #define GUARD_BYTE 0xEE
 #define SSEND_WAIT_SECONDS 0.5

@@ -177,8 +177,9 @@ static const char *const mt_dr2_counter_names[] = {"pml_dr2_injected_drop",
                                                    "pml_dr2_frags_sent",
                                                    "pml_dr2_injected_nomem",
                                                    "pml_dr2_local_sent",
-                                                   "pml_dr2_frags_in_place"};
-#define MT_DR2_NCOUNTERS 9
+                                                   "pml_dr2_frags_in_place",
+                                                   "pml_dr2_stale_msgs"};
+#define MT_DR2_NCOUNTERS 10
 static MPI_T_pvar_session mt_dr2_session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle mt_dr2_handles[MT_DR2_NCOUNTERS];
 static int mt_dr2_have_handle[MT_DR2_NCOUNTERS];
@@ -239,6 +240,11 @@ long mt_dr2_local_sent(void)
 long mt_dr2_frags_in_place(void)
 {
     return mt_dr2_counter(8);
+}
+
+long mt_dr2_stale_msgs(void)
+{
+    return mt_dr2_counter(9);
 }
 
 int mt_dr2_selected(void)

@@ -46,6 +46,7 @@ long mt_dr2_frags_sent(void); /* data fragments handed to the BTL, resends inclu
 long mt_dr2_injected_nomem(void); /* receive buffers refused (pml_dr2_inject_nomem) */
 long mt_dr2_local_sent(void); /* small messages sent without the protocol (LOCAL) */
 long mt_dr2_frags_in_place(void); /* fragments sent from the user's buffer */
+long mt_dr2_stale_msgs(void); /* messages of a freed communicator dropped (context id reused) */
 int mt_dr2_selected(void); /* 1 if pml/dr2's MPI_T counters exist (its component is loaded) */
 void mt_dr2_counters_stop(void);
 

@@ -5,6 +5,7 @@ echo "== unit tests"
 unit test_schedule
 unit test_ftrabit_cache
 unit test_ftrabit_pool
+unit test_ftr_nt_copy
 unit test_ftrabit_bootstrap
 unit test_ftrabit_typesig
 unit test_ftrabit_recovery
@@ -17,3 +18,4 @@ unit test_dr2_window
 unit test_dr2_rxcheck
 unit test_dr2_copychoice
 unit test_dr2_path
+unit test_dr2_locality

@@ -4,8 +4,8 @@
 echo "== pml/dr2 (timeout ${timeout_s}s each)"
 DR2=(--mca pml dr2)
 DR2_TCP=(--mca pml dr2 --mca btl tcp,self)
-# Injected corruption is only repaired where payloads are checksummed: pml_dr2_checksum
-# auto (the default) leaves them unchecked on sm and self, so fault runs force crc32c.
+# Injected corruption is only repaired where payloads are checksummed: fault runs force
+# crc32c (auto does the same while corruption is injected: dr2/inject-corrupt-*).
 FAULTS1=(--mca pml_dr2_inject_drop 0.01 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01
          --mca pml_dr2_checksum crc32c)
 FAULTS5=(--mca pml_dr2_inject_drop 0.05 --mca pml_dr2_inject_corrupt 0.01 --mca pml_dr2_inject_dup 0.01
@@ -73,9 +73,10 @@ done
 # Over tcp the ACKs of small-message ping-pongs ride on the replies (EAGER), not in segments
 # of their own as after a TINY (docs/bench/dr2-cluster-analysis.md).
 mpi dr2/ack-ride-tcp 2 pass test/mpi/dr2_ack_ride "${DR2_TCP[@]}"
-# Small messages (up to 256 B) sent with the protocol are checked whole on sm too, under
-# pml_dr2_checksum auto (fault injection takes them off LOCAL): a ping-pong of 8-64 B under
-# injected corruption arrives intact, corrupt segments dropped.
+# Small messages (up to 256 B) sent with the protocol are checked whole on sm too (fault
+# injection takes them off LOCAL, and injected corruption puts checksums on sm under auto;
+# under none too: dr2/inject-corrupt-none-warns): a ping-pong of 8-64 B under injected
+# corruption arrives intact, corrupt segments dropped.
 mpi dr2/small-checked-sm-auto 2 pass test/mpi/dr2_ack_ride "${DR2[@]}" --mca btl sm,self \
     --mca pml_dr2_inject_corrupt 0.02 -- corrupt
 # Small messages to a process reached by sm or self go without vfrag, checksum or ACK

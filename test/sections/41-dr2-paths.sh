@@ -8,6 +8,7 @@
 # failed-over". Nothing waits for a time: the job moves on when its MPI_T counters show
 # the failover (or the return); the timeout ends a hang.
 DR2_PATHS=(--mca pml dr2 --mca btl tcp,self)
+dr2_paths_launcher=() # a command dr2_paths runs under (taskset: 44-dr2-ofi-cluster.sh)
 
 wait_for_line() { # LOG TEXT PID [N]: until TEXT is in LOG (N times); 1 if the job PID ended first
     local n=${4:-1}
@@ -34,7 +35,7 @@ dr2_paths_job() {
     : >"$log" # the phases are read from it: nothing of an earlier run
     start_timed "$timeout_s" "$log" "${launch[@]}" "${mpirun[@]}" "${DR2_PATHS[@]}" \
         --mca pml_dr2_verbose 1 "${opts[@]}" --host "$(cluster_hosts_arg 1 2)" -np 2 \
-        "$build/test/mpi/dr2_paths" "$mode" "$ctl"
+        "${dr2_paths_launcher[@]}" "$build/test/mpi/dr2_paths" "$mode" "$ctl"
     if [ $# -gt 0 ] && wait_for_line "$log" "phase streaming" "$job"; then
         "$@" && touch "$ctl/cut"
         if [ -n "${heal_after_phase:-}" ] && wait_for_line "$log" "phase $heal_after_phase" "$job" "${heal_after_count:-1}"; then

@@ -81,13 +81,13 @@ static void reseal(unsigned char *buf, size_t hdr_len)
 
 static void sizes_per_type(void)
 {
-    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_MATCH) == 44);
-    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_RNDV) == 44);
-    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_FRAG) == 44);
+    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_MATCH) == 48);
+    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_RNDV) == 48);
+    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_FRAG) == 48);
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_ACK) == 20);
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_NACK) == 20);
     CHECK(pml_dr2_hdr_size(0) == 0);
-    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_EAGER) == 44);
+    CHECK(pml_dr2_hdr_size(PML_DR2_HDR_EAGER) == 48);
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_TINY) == 16);
     CHECK(pml_dr2_hdr_size(PML_DR2_HDR_LOCAL) == 12);
     CHECK(pml_dr2_hdr_size(9) == 0);
@@ -102,13 +102,13 @@ static void sizes_per_type(void)
 static void golden_bytes(void)
 {
     static const unsigned char ack_body[] = {
-        0x04, 0x08, 0x01, 0x14,                        /* type ACK, MATCHED, v1, 20 bytes */
+        0x04, 0x08, 0x02, 0x14,                        /* type ACK, MATCHED, v2, 20 bytes */
         0, 0, 0, 0,                                    /* hdr_crc, checked below */
         0x01, 0x00, 0x00, 0x80,                        /* vfrag 0x80000001 */
         0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80 /* mask */
     };
     static const unsigned char match_body[] = {
-        0x01, 0x06, 0x01, 0x2C, 0, 0, 0, 0, /* MATCH, SYNC|ACK_NOW, v1, 44 bytes, crc */
+        0x01, 0x06, 0x02, 0x30, 0, 0, 0, 0, /* MATCH, SYNC|ACK_NOW, v2, 48 bytes, crc */
         0x34, 0x12, 0xDE, 0xC0,             /* ctx */
         0xFE, 0xFF, 0xFF, 0x7F,             /* src */
         0xEF, 0xFF, 0xFF, 0xFF,             /* tag -17 */
@@ -118,6 +118,7 @@ static void golden_bytes(void)
         0x00, 0x00, 0x00, 0x00,             /* frag_len 0 */
         0x89, 0x67, 0x45, 0x23, 0x01, 0, 0, 0, /* msg_len */
         0x00, 0x00, 0x00, 0x00,             /* data_crc of nothing */
+        0x11, 0x4A, 0x0C, 0xE9,             /* epoch */
     };
     unsigned char buf[64], expect[64];
     pml_dr2_hdr_t h = sample_ack(PML_DR2_HDR_ACK);
@@ -145,6 +146,8 @@ static void round_trip_every_type(void)
 
         CHECK(decode_exact(wires[i].buf, wires[i].len, MAX_PAYLOAD, &out) == PML_DR2_HDR_OK);
         CHECK(same_header(&out, &wires[i].hdr));
+        CHECK(out.match.has_epoch
+              == (PML_DR2_HDR_MATCH == out.type || PML_DR2_HDR_RNDV == out.type));
         CHECK(pml_dr2_hdr_wire_len(&out) == wires[i].len);
         /* the fused path: header first, then the payload checked while copied out */
         CHECK(pml_dr2_hdr_decode_header(wires[i].buf, wires[i].len, MAX_PAYLOAD, &out)
@@ -292,7 +295,10 @@ static void each_malformed_field_has_its_status(void)
     wire_t ack = make_wire(sample_ack(PML_DR2_HDR_ACK), 0);
     wire_t nack = make_wire(sample_ack(PML_DR2_HDR_NACK), 0);
 
-    CHECK(decode_mutated(&match, 2, 2, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
+    CHECK(decode_mutated(&match, 2, 3, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
+    /* version 1: MATCH, RNDV, FRAG and EAGER 44 bytes long, without the epoch */
+    CHECK(decode_mutated(&match, 2, 1, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
+    CHECK(decode_mutated(&frag, 2, 1, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
     CHECK(decode_mutated(&match, 2, 0, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
     CHECK(decode_mutated(&match, 0, 0, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
     CHECK(decode_mutated(&match, 0, 9, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
@@ -300,8 +306,10 @@ static void each_malformed_field_has_its_status(void)
     CHECK(decode_mutated(&match, 0, PML_DR2_HDR_TINY, 1, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_HDR_CRC);
     CHECK(decode_mutated(&match, 0, 255, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_TYPE);
-    CHECK(decode_mutated(&match, 3, 43, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
-    CHECK(decode_mutated(&match, 3, 45, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
+    CHECK(decode_mutated(&match, 3, 44, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
+    CHECK(decode_mutated(&match, 3, 47, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
+    CHECK(decode_mutated(&match, 3, 49, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
+    CHECK(decode_mutated(&frag, 3, 44, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
     CHECK(decode_mutated(&ack, 3, 44, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
     /* an ACK claiming to be a FRAG is too short for one */
     CHECK(decode_mutated(&ack, 0, PML_DR2_HDR_FRAG, 1, 0, MAX_PAYLOAD)
@@ -330,6 +338,11 @@ static void each_malformed_field_has_its_status(void)
           == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_mutated(&match, 23, 1, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
     CHECK(decode_mutated(&frag, 18, 0x100, 2, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
+    CHECK(decode_mutated(&frag, 44, 0x80000000, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RESERVED);
+    /* the epoch is any value: only the receiver's communicator can say it is not its own */
+    CHECK(decode_mutated(&match, 44, 0, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_OK);
+    CHECK(decode_mutated(&match, 44, 0xFFFFFFFF, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_OK);
+    CHECK(decode_mutated(&match, 44, 0xFFFFFFFF, 4, 0, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_CRC);
     CHECK(decode_mutated(&match, 12, 0xFFFFFFFF, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RANK);
     CHECK(decode_mutated(&match, 12, 0x80000000, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_RANK);
     CHECK(decode_mutated(&frag, 16, 64, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_FRAG_INDEX);
@@ -374,7 +387,7 @@ static void each_malformed_field_has_its_status(void)
           == PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED);
     CHECK(decode_mutated(&frag, 20, 0xFFFFFFFF, 4, 1, UINT32_MAX) == PML_DR2_HDR_ERR_BOUNDS);
     CHECK(decode_mutated(&frag, 20, 99, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_DATA_CRC);
-    CHECK(decode_mutated(&frag, 44, 0x55, 1, 0, MAX_PAYLOAD) == PML_DR2_HDR_ERR_DATA_CRC);
+    CHECK(decode_mutated(&frag, 48, 0x55, 1, 0, MAX_PAYLOAD) == PML_DR2_HDR_ERR_DATA_CRC);
     CHECK(decode_mutated(&match, 40, 1, 4, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_DATA_CRC);
     free(match.buf);
     free(frag.buf);
@@ -625,8 +638,49 @@ static void probe_flags_on_acks_only(void)
     }
 }
 
+/* FROM (the sender of a segment on a BTL that does not say): the golden bytes, a round
+ * trip, every bit flip and truncation refused, and no other header taken for one; inside a
+ * segment's headers it is no header at all. */
+static void from_prefix(void)
+{
+    static const unsigned char golden[] = {
+        0x09, 0x00, 0x02, 0x10, 0, 0, 0, 0, /* FROM, no flags, v2, 16 bytes, crc */
+        0x78, 0x56, 0x34, 0x12,             /* jobid */
+        0xFE, 0xFF, 0xFF, 0xFF,             /* vpid */
+    };
+    const pml_dr2_from_hdr_t from = {.jobid = 0x12345678u, .vpid = 0xFFFFFFFEu};
+    pml_dr2_from_hdr_t out;
+    unsigned char buf[PML_DR2_HDR_FROM_LEN], expect[sizeof(golden)], other[PML_DR2_HDR_ACK_LEN];
+    pml_dr2_ack_hdr_t ack = {.vfrag = 1, .mask = 1};
+    pml_dr2_hdr_t hdr;
+
+    memcpy(expect, golden, sizeof(golden));
+    reseal(expect, sizeof(golden));
+    CHECK(pml_dr2_hdr_pack_from(&from, buf, sizeof(buf) - 1) == 0);
+    CHECK(pml_dr2_hdr_pack_from(&from, buf, sizeof(buf)) == PML_DR2_HDR_FROM_LEN);
+    CHECK(memcmp(buf, expect, sizeof(golden)) == 0);
+    CHECK(pml_dr2_hdr_decode_from(buf, sizeof(buf), &out) == PML_DR2_HDR_OK);
+    CHECK(out.jobid == from.jobid && out.vpid == from.vpid);
+    for (size_t bit = 0; bit < 8 * sizeof(buf); bit++) {
+        buf[bit / 8] ^= (unsigned char) (1u << (bit % 8));
+        CHECK(pml_dr2_hdr_decode_from(buf, sizeof(buf), &out) != PML_DR2_HDR_OK);
+        buf[bit / 8] ^= (unsigned char) (1u << (bit % 8));
+    }
+    for (size_t len = 0; len < sizeof(buf); len++) {
+        CHECK(pml_dr2_hdr_decode_from(buf, len, &out) == PML_DR2_HDR_ERR_TRUNCATED);
+    }
+    buf[1] = 0x01; /* a flag, the checksum made right: still refused */
+    reseal(buf, sizeof(buf));
+    CHECK(pml_dr2_hdr_decode_from(buf, sizeof(buf), &out) == PML_DR2_HDR_ERR_FLAGS);
+    CHECK(pml_dr2_hdr_pack_ack(PML_DR2_HDR_ACK, 0, &ack, other, sizeof(other)) == sizeof(other));
+    CHECK(pml_dr2_hdr_decode_from(other, sizeof(other), &out) == PML_DR2_HDR_ERR_TYPE);
+    CHECK(pml_dr2_hdr_pack_from(&from, buf, sizeof(buf)) == PML_DR2_HDR_FROM_LEN);
+    CHECK(pml_dr2_hdr_decode(buf, sizeof(buf), MAX_PAYLOAD, &hdr) == PML_DR2_HDR_ERR_TYPE);
+}
+
 int main(void)
 {
+    RUN(from_prefix);
     RUN(probe_flags_on_acks_only);
     RUN(sizes_per_type);
     RUN(golden_bytes);

@@ -45,6 +45,7 @@ static inline pml_dr2_hdr_t sample_match(int type)
     h.match.frag_count = 3;
     h.match.vfrag = 0xFFFFFFFFu;
     h.match.msg_len = 0x123456789ull;
+    h.match.epoch = 0xE90C4A11u;
     return h;
 }
 
@@ -107,7 +108,8 @@ static inline int same_header(const pml_dr2_hdr_t *a, const pml_dr2_hdr_t *b)
         return a->match.ctx == b->match.ctx && a->match.src == b->match.src
                && a->match.tag == b->match.tag && a->match.seq == b->match.seq
                && a->match.frag_count == b->match.frag_count
-               && a->match.vfrag == b->match.vfrag && a->match.msg_len == b->match.msg_len;
+               && a->match.vfrag == b->match.vfrag && a->match.msg_len == b->match.msg_len
+               && a->match.epoch == b->match.epoch;
     case PML_DR2_HDR_FRAG:
         return a->frag.msg_id == b->frag.msg_id && a->frag.vfrag == b->frag.vfrag
                && a->frag.frag_index == b->frag.frag_index

@@ -43,7 +43,7 @@ static void reseal_eager(unsigned char *buf, size_t len)
 static void eager_golden_bytes(void)
 {
     static const unsigned char eager_body[] = {
-        0x06, 0x0A, 0x01, 0x2C, 0, 0, 0, 0, /* EAGER, ACK_NOW|MATCHED, v1, 44 bytes, crc */
+        0x06, 0x0A, 0x02, 0x30, 0, 0, 0, 0, /* EAGER, ACK_NOW|MATCHED, v2, 48 bytes, crc */
         0x34, 0x12, 0xDE, 0xC0,             /* ctx */
         0xFE, 0xFF, 0xFF, 0x7F,             /* src */
         0xEF, 0xFF, 0xFF, 0xFF,             /* tag -17 */
@@ -53,6 +53,7 @@ static void eager_golden_bytes(void)
         0x03, 0x00, 0x00, 0x00,             /* frag_len 3 */
         0x01, 0x00, 0x00, 0x80,             /* ack_vfrag */
         0x01, 0, 0, 0, 0, 0, 0, 0x80,       /* ack_mask */
+        0x11, 0x4A, 0x0C, 0xE9,             /* epoch */
         'a', 'b', 'c',                      /* payload */
     };
     unsigned char buf[64], expect[64];
@@ -62,10 +63,10 @@ static void eager_golden_bytes(void)
     reseal_eager(expect, sizeof(eager_body));
     CHECK(pml_dr2_hdr_pack(&h, buf, sizeof(buf), "abc", 3) == sizeof(eager_body));
     CHECK(memcmp(buf, expect, sizeof(eager_body)) == 0);
-    CHECK(h.match.msg_len == 3 && h.match.frag_count == 1 && h.hdr_len == 44);
+    CHECK(h.match.msg_len == 3 && h.match.frag_count == 1 && h.hdr_len == 48);
     /* encode over a payload already in place writes the same bytes */
-    memset(buf, 0, 44);
-    CHECK(pml_dr2_hdr_encode(&h, buf, sizeof(eager_body)) == 44);
+    memset(buf, 0, 48);
+    CHECK(pml_dr2_hdr_encode(&h, buf, sizeof(eager_body)) == 48);
     CHECK(memcmp(buf, expect, sizeof(eager_body)) == 0);
     /* ...and refuses when the payload is not all within buf_len */
     CHECK(pml_dr2_hdr_encode(&h, buf, sizeof(eager_body) - 1) == 0);
@@ -87,11 +88,12 @@ static void eager_round_trip_with_and_without_ack(void)
             CHECK(out.piggy_ack.vfrag == w.hdr.piggy_ack.vfrag);
             CHECK(out.piggy_ack.mask == w.hdr.piggy_ack.mask);
             CHECK(out.match.msg_len == lens[i] && out.match.frag_count == 1);
+            CHECK(out.match.has_epoch && out.match.epoch == w.hdr.match.epoch);
             CHECK(pml_dr2_hdr_wire_len(&out) == w.len);
             CHECK(pml_dr2_hdr_payload_checked(&out));
             CHECK(pml_dr2_hdr_decode_header(w.buf, w.len, MAX_PAYLOAD, &out) == PML_DR2_HDR_OK);
             CHECK(pml_dr2_hdr_unpack(&out, w.buf, dst) == PML_DR2_HDR_OK);
-            CHECK(memcmp(dst, w.buf + 44, lens[i]) == 0);
+            CHECK(memcmp(dst, w.buf + 48, lens[i]) == 0);
             free(dst);
             free(w.buf);
         }
@@ -153,7 +155,7 @@ static void eager_truncation_and_malformed_fields(void)
     for (size_t len = 0; len < w.len; len++) {
         pml_dr2_hdr_t out;
         CHECK(decode_exact(w.buf, len, MAX_PAYLOAD, &out)
-              == (len < 44 ? PML_DR2_HDR_ERR_TRUNCATED : PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED));
+              == (len < 48 ? PML_DR2_HDR_ERR_TRUNCATED : PML_DR2_HDR_ERR_PAYLOAD_TRUNCATED));
     }
     /* a length beyond the buffer is refused before any checksum is computed over it */
     CHECK(decode_eager_mutated(&w, 28, 0xFFFFFFFF, 4, UINT32_MAX)
@@ -167,6 +169,10 @@ static void eager_truncation_and_malformed_fields(void)
     CHECK(decode_eager_mutated(&w, 1, PML_DR2_HDR_FLAG_NO_DATA_CRC, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_FLAGS);
     CHECK(decode_eager_mutated(&w, 3, 20, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
+    CHECK(decode_eager_mutated(&w, 3, 44, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_HDR_LEN);
+    CHECK(decode_eager_mutated(&w, 2, 1, 1, MAX_PAYLOAD) == PML_DR2_HDR_ERR_VERSION);
+    /* the epoch is any value (pml_dr2_hdr.h) */
+    CHECK(decode_eager_mutated(&w, 44, 0, 4, MAX_PAYLOAD) == PML_DR2_HDR_OK);
     /* MATCHED only flags an ACK that is there; no ACK vfrag without a mask */
     CHECK(decode_eager_mutated(&plain, 1, PML_DR2_HDR_FLAG_MATCHED, 1, MAX_PAYLOAD)
           == PML_DR2_HDR_ERR_FLAGS);
@@ -200,7 +206,7 @@ static void eager_encode_refuses_invalid_headers(void)
     h.flags |= PML_DR2_HDR_FLAG_NO_DATA_CRC;
     CHECK(pml_dr2_hdr_pack(&h, buf, sizeof(buf), "x", 1) == 0);
     h = sample_eager(1);
-    CHECK(pml_dr2_hdr_pack(&h, buf, 44, "x", 1) == 0); /* no room for the payload */
+    CHECK(pml_dr2_hdr_pack(&h, buf, 48, "x", 1) == 0); /* no room for the payload */
     /* encode: the host form must say what EAGER implies */
     h = sample_eager(1);
     h.frag_len = 1;
@@ -211,7 +217,7 @@ static void eager_encode_refuses_invalid_headers(void)
     h.match.frag_count = 2;
     CHECK(pml_dr2_hdr_encode(&h, buf, sizeof(buf)) == 0);
     h.match.frag_count = 1;
-    CHECK(pml_dr2_hdr_encode(&h, buf, sizeof(buf)) == 44);
+    CHECK(pml_dr2_hdr_encode(&h, buf, sizeof(buf)) == 48);
 }
 
 /* ---- TINY: an EAGER without ACK in 16 bytes ----------------------------------------- */
@@ -292,6 +298,7 @@ static void tiny_round_trip(void)
         CHECK(out.match.vfrag == (h.match.vfrag & 0xFFFFFFu));
         CHECK(out.frag_len == lens[i] && out.match.msg_len == lens[i]);
         CHECK(out.match.frag_count == 1);
+        CHECK(!out.match.has_epoch && 0 == out.match.epoch); /* none on the wire */
         CHECK(0 == out.piggy_ack.mask && 0 == out.piggy_ack.vfrag);
         CHECK(pml_dr2_hdr_wire_len(&out) == w.len);
         CHECK(pml_dr2_hdr_payload_checked(&out));

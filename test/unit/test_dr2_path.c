@@ -66,6 +66,28 @@ static void timers_take_the_longest_timeout_of_the_paths_up(void)
     CHECK(pml_dr2_path_slowest(paths, 1, 0) == 0);
 }
 
+/* The fallback is only the answer when no path is up: here it names the faster path, which
+ * must not win over the slower one after it (path 0's vfrags would get path 1's shorter
+ * timeout and be resent spuriously on mixed NICs). */
+static void the_fallback_is_no_path_of_its_own(void)
+{
+    pml_dr2_path_state_t paths[3];
+
+    for (int i = 0; i < 3; i++) {
+        pml_dr2_path_init(&paths[i], &params);
+    }
+    paths[0].rto_us = 9000;
+    paths[1].rto_us = 3000;
+    CHECK(pml_dr2_path_slowest(paths, 2, 0) == 0);
+    CHECK(pml_dr2_path_slowest(paths, 2, 1) == 0);
+    paths[2].rto_us = 5000;
+    CHECK(pml_dr2_path_slowest(paths, 3, 0) == 0);
+    CHECK(pml_dr2_path_slowest(paths, 3, 2) == 0);
+    (void) pml_dr2_path_fail(&paths[0], 0, &params);
+    CHECK(pml_dr2_path_slowest(paths, 3, 0) == 2); /* down: the slowest of the others */
+    CHECK(pml_dr2_path_slowest(paths, 3, 1) == 2);
+}
+
 static void timeout_takes_a_silent_path_down_only_after_its_budget(void)
 {
     pml_dr2_path_state_t p;
@@ -377,6 +399,7 @@ int main(void)
     RUN(fresh_path_is_up_with_initial_timeout);
     RUN(rtt_samples_follow_rfc6298_and_bounds);
     RUN(timers_take_the_longest_timeout_of_the_paths_up);
+    RUN(the_fallback_is_no_path_of_its_own);
     RUN(timeout_takes_a_silent_path_down_only_after_its_budget);
     RUN(another_path_delivering_takes_a_silent_path_down_sooner);
     RUN(probes_back_off_and_an_answer_brings_the_path_back);

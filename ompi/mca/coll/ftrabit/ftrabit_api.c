@@ -193,49 +193,71 @@ int FTR_Finalize(void)
  * 8-byte MPI_Allreduce (about 130 of 500 instructions, valgrind --tool=callgrind). Only
  * predefined handles may be remembered: a derived type's handle can be freed and come back
  * for another layout. */
-static int ftrabit_dense_basic_size(MPI_Datatype type)
-{
-    static struct {
-        MPI_Datatype type;
-        int size; /* 0 until first asked */
-    } basic[] = {{MPI_DOUBLE, 0},        {MPI_FLOAT, 0},         {MPI_INT, 0},
-                 {MPI_LONG, 0},          {MPI_LONG_LONG, 0},     {MPI_UNSIGNED, 0},
-                 {MPI_UNSIGNED_LONG, 0}, {MPI_UNSIGNED_LONG_LONG, 0},
-                 {MPI_INT64_T, 0},       {MPI_UINT64_T, 0},      {MPI_INT32_T, 0},
-                 {MPI_UINT32_T, 0},      {MPI_BYTE, 0},          {MPI_CHAR, 0},
-                 {MPI_UNSIGNED_CHAR, 0}, {MPI_SIGNED_CHAR, 0},   {MPI_SHORT, 0},
-                 {MPI_UNSIGNED_SHORT, 0}, {MPI_INT8_T, 0},       {MPI_UINT8_T, 0},
-                 {MPI_INT16_T, 0},       {MPI_UINT16_T, 0},      {MPI_C_BOOL, 0}};
+static struct ftrabit_basic_entry {
+    MPI_Datatype type;
+    int size; /* 0 until first asked */
+} ftrabit_basic[] = {{MPI_DOUBLE, 0},        {MPI_FLOAT, 0},         {MPI_INT, 0},
+                     {MPI_LONG, 0},          {MPI_LONG_LONG, 0},     {MPI_UNSIGNED, 0},
+                     {MPI_UNSIGNED_LONG, 0}, {MPI_UNSIGNED_LONG_LONG, 0},
+                     {MPI_INT64_T, 0},       {MPI_UINT64_T, 0},      {MPI_INT32_T, 0},
+                     {MPI_UINT32_T, 0},      {MPI_BYTE, 0},          {MPI_CHAR, 0},
+                     {MPI_UNSIGNED_CHAR, 0}, {MPI_SIGNED_CHAR, 0},   {MPI_SHORT, 0},
+                     {MPI_UNSIGNED_SHORT, 0}, {MPI_INT8_T, 0},       {MPI_UINT8_T, 0},
+                     {MPI_INT16_T, 0},       {MPI_UINT16_T, 0},      {MPI_C_BOOL, 0}};
 
-    for (size_t i = 0; i < sizeof(basic) / sizeof(basic[0]); i++) {
-        if (basic[i].type == type) {
-            if (0 == basic[i].size) {
-                MPI_Type_size(type, &basic[i].size); /* the same value from every thread */
+/* The entry found last: a program mostly calls with one type, found with one compare (an
+ * entry, once its size is set, never changes). */
+static const struct ftrabit_basic_entry *ftrabit_basic_last;
+
+static __attribute__((noinline)) int ftrabit_basic_search(MPI_Datatype type)
+{
+    for (size_t i = 0; i < sizeof(ftrabit_basic) / sizeof(ftrabit_basic[0]); i++) {
+        if (ftrabit_basic[i].type == type) {
+            if (0 == ftrabit_basic[i].size) {
+                MPI_Type_size(type, &ftrabit_basic[i].size); /* the same value from every thread */
             }
-            return basic[i].size;
+            ftrabit_basic_last = &ftrabit_basic[i];
+            return ftrabit_basic[i].size;
         }
     }
     return 0;
 }
 
+static inline int ftrabit_dense_basic_size(MPI_Datatype type)
+{
+    const struct ftrabit_basic_entry *last = ftrabit_basic_last;
+    return NULL != last && last->type == type ? last->size : ftrabit_basic_search(type);
+}
+
+/* ftrabit_is_contiguous for any other type: asks MPI. */
+static __attribute__((noinline)) int ftrabit_layout_is_contiguous(int count, MPI_Datatype type,
+                                                                  size_t *bytes)
+{
+    MPI_Aint lb, extent, true_lb, true_extent;
+    int size;
+
+    MPI_Type_size(type, &size);
+    MPI_Type_get_extent(type, &lb, &extent);
+    MPI_Type_get_true_extent(type, &true_lb, &true_extent);
+    *bytes = (size_t) size * (size_t) count;
+    return 0 == true_lb && true_extent == size && (count <= 1 || extent == size);
+}
+
 /* Are `count` elements of `type` at buf exactly the *bytes bytes from buf on? Each element
  * must be dense (its true extent is its size, starting at buf) and, with more than one, the
  * next one must start where it ends: elements are `extent` apart, not `true extent` (a
- * struct such as MPI_DOUBLE_INT has 12 bytes of data in an extent of 16). */
-static int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
+ * struct such as MPI_DOUBLE_INT has 12 bytes of data in an extent of 16). Inline, with
+ * the questions to MPI out of line: a call with a predefined type costs a few
+ * instructions, not the saving and restoring of six registers. */
+static inline int ftrabit_is_contiguous(int count, MPI_Datatype type, size_t *bytes)
 {
-    MPI_Aint lb, extent, true_lb, true_extent;
     int size = ftrabit_dense_basic_size(type);
 
     if (size > 0) {
         *bytes = (size_t) size * (size_t) (count > 0 ? count : 0);
         return 1;
     }
-    MPI_Type_size(type, &size);
-    MPI_Type_get_extent(type, &lb, &extent);
-    MPI_Type_get_true_extent(type, &true_lb, &true_extent);
-    *bytes = (size_t) size * (size_t) count;
-    return 0 == true_lb && true_extent == size && (count <= 1 || extent == size);
+    return ftrabit_layout_is_contiguous(count, type, bytes);
 }
 
 /* MPI_Pack_size, refusing what its int cannot hold: Open MPI 5.0.7 cuts the size to an int
@@ -345,21 +367,6 @@ static uint32_t ftrabit_op_id(MPI_Op op)
     return (uint32_t) MPI_Op_c2f(op);
 }
 
-/* The key a call's result is cached under (ftrabit_cache.h): a broadcast's root as the
- * process's rank in FTR_Init's communicator (its first_rank), so that a call retried or
- * replayed on a communicator that shrink renumbered names the same. */
-static uint64_t ftrabit_call_key(const ftrabit_state_t *st, const ftrabit_call_t *call)
-{
-    if (!call->is_bcast) {
-        return ftrabit_key(FTRABIT_KEY_ALLREDUCE, ftrabit_op_id(call->op));
-    }
-    int root = call->root;
-    if (NULL != st->first_rank_of && root >= 0 && root < st->first_rank_of_size) {
-        root = st->first_rank_of[root];
-    }
-    return ftrabit_key(FTRABIT_KEY_BCAST, (uint32_t) root);
-}
-
 /* The name of a predefined op from its id, or NULL for a user-defined one. */
 static const char *ftrabit_op_name(uint32_t id)
 {
@@ -376,6 +383,44 @@ static const char *ftrabit_op_name(uint32_t id)
         }
     }
     return NULL;
+}
+
+/* The last predefined op an allreduce named, and its key: a predefined op is never freed,
+ * so its Fortran handle need not be asked for again (a user op's handle can be freed and
+ * come back as another op with another Fortran handle). As ftrabit_state_of's last
+ * communicator, this assumes one thread at a time in the FTR calls. */
+static MPI_Op ftrabit_keyed_op = MPI_OP_NULL;
+static uint64_t ftrabit_keyed_op_key;
+
+/* The key a call's result is cached under (ftrabit_cache.h), out of line: an allreduce
+ * whose op is not the last predefined one, and a broadcast, whose root is the process's
+ * rank in FTR_Init's communicator (its first_rank), so that a call retried or replayed on
+ * a communicator that shrink renumbered names the same. */
+static __attribute__((noinline)) uint64_t ftrabit_call_key_slow(const ftrabit_state_t *st,
+                                                                const ftrabit_call_t *call)
+{
+    if (!call->is_bcast) {
+        uint32_t id = ftrabit_op_id(call->op);
+        uint64_t key = ftrabit_key(FTRABIT_KEY_ALLREDUCE, id);
+        if (NULL != ftrabit_op_name(id)) {
+            ftrabit_keyed_op = call->op;
+            ftrabit_keyed_op_key = key;
+        }
+        return key;
+    }
+    int root = call->root;
+    if (NULL != st->first_rank_of && root >= 0 && root < st->first_rank_of_size) {
+        root = st->first_rank_of[root];
+    }
+    return ftrabit_key(FTRABIT_KEY_BCAST, (uint32_t) root);
+}
+
+static inline uint64_t ftrabit_call_key(const ftrabit_state_t *st, const ftrabit_call_t *call)
+{
+    if (!call->is_bcast && call->op == ftrabit_keyed_op && MPI_OP_NULL != call->op) {
+        return ftrabit_keyed_op_key;
+    }
+    return ftrabit_call_key_slow(st, call);
 }
 
 static void ftrabit_key_describe(uint64_t key, char *out, size_t room)

@@ -103,6 +103,8 @@ typedef struct {
     unsigned long data_crc_errors;  /* payload checksum failures (NACKed) */
     unsigned long duplicates;       /* fragments dropped as duplicates */
     unsigned long unknown_msg;      /* fragments of a message we have no header for */
+    unsigned long stale_msgs;       /* messages of a freed communicator whose context id
+                                     * another has now: dropped */
     unsigned long unknown_endpoint; /* segments from an endpoint we cannot map to a peer */
     unsigned long retransmits;      /* fragments sent again */
     unsigned long fast_retransmits; /* of which: resent on a gap shown by an ACK */
@@ -152,6 +154,7 @@ typedef struct mca_pml_dr2_t {
     unsigned path_probe_interval_us; /* first probe of a down path */
     unsigned path_probe_interval_max_us;
     unsigned tcp_rto_max_ms;         /* btl/tcp's retransmission backoff bound; 0: not set */
+    bool path_locality;              /* paths whose NIC is nearer go first (pml_dr2_nic.h) */
     pml_dr2_path_params_t path_params; /* the above and the ACK timeouts, for pml_dr2_path.h */
     int free_list_max;
     int priority;
@@ -161,6 +164,9 @@ typedef struct mca_pml_dr2_t {
     double inject_nomem;      /* receive buffers refused (mca_pml_dr2_rx_buffer_alloc) */
     unsigned inject_seed;
     bool inject_enabled;      /* any injection probability > 0 */
+    /* the payload checksum policy followed: pml_dr2_checksum, but crc32c for auto while
+     * corruption is injected (injected damage is there to be caught, not delivered) */
+    int checksum_in_use;
 
     /* ---- state ---- */
     opal_recursive_mutex_t lock;
@@ -169,8 +175,13 @@ typedef struct mca_pml_dr2_t {
     opal_list_t peers;        /* every mca_pml_dr2_peer_t */
     opal_hash_table_t peer_by_proc;     /* ompi_proc_t* -> peer */
     opal_hash_table_t peer_by_endpoint; /* btl endpoint* -> peer */
+    opal_hash_table_t peer_by_name;     /* process name (jobid << 32 | vpid) -> peer, for
+                                         * segments that name their sender (pml_dr2_from.h) */
     opal_list_t deferred;     /* segments delivered while a dr2 frame was active */
     opal_list_t nocomm;       /* received messages for communicators not created yet */
+    /* context id -> the last communicator freed on it: its epoch and whether it was
+     * revoked (mca_pml_dr2_comm_freed) */
+    opal_hash_table_t freed_comms;
     uint64_t next_deadline_us;/* earliest timer of any peer; UINT64_MAX if none */
     /* The clock, read once per progress call while timers are armed, never per fragment:
      * timestamps and deadlines use this. A vfrag is armed lazily: it leaves the send path

@@ -10,6 +10,9 @@
 
 #include "pml_dr2.h"
 #include "pml_dr2_btlpath.h"
+#include "pml_dr2_from.h"
+#include "pml_dr2_locality.h"
+#include "pml_dr2_nic.h"
 #include "pml_dr2_peer.h"
 #include "pml_dr2_vfrag.h"
 
@@ -33,10 +36,6 @@ static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *b
     path->index = index;
     path->state = &peer->path_state[index];
     pml_dr2_path_init(path->state, &mca_pml_dr2.path_params);
-    if (bml_btl->btl->btl_bandwidth > 0) {
-        /* as the BTL advertises it (btl_<name>_bandwidth; btl/tcp per interface) */
-        path->state->weight = (double) bml_btl->btl->btl_bandwidth;
-    }
     path->tx_handed = 0;
     path->tx_completed = 0;
     path->wdog_completed_seen = 0;
@@ -46,7 +45,39 @@ static void path_init(mca_pml_dr2_peer_t *peer, int index, mca_bml_base_btl_t *b
     path->btl_error = false;
     path->no_wire = !pml_dr2_checksum_on_btl(
         PML_DR2_CHECKSUM_AUTO, bml_btl->btl->btl_component->btl_version.mca_component_name);
-    path->in_place = path_sends_in_place(bml_btl->btl);
+    path->names_sender = mca_pml_dr2_btl_names_sender(bml_btl->btl);
+    path->in_place = path_sends_in_place(bml_btl->btl) && !path->names_sender;
+}
+
+/* Weights from the bandwidth each path's BTL advertises (btl_<name>_bandwidth; btl/tcp per
+ * interface; btl/ofi none: pml_dr2_locality.h). */
+static void paths_weigh(mca_pml_dr2_peer_t *peer)
+{
+    double advertised[PML_DR2_PATH_MAX], weight[PML_DR2_PATH_MAX];
+
+    for (int i = 0; i < peer->npaths; i++) {
+        advertised[i] = (double) peer->paths[i].bml_btl->btl->btl_bandwidth;
+    }
+    pml_dr2_path_weights(advertised, peer->npaths, weight);
+    for (int i = 0; i < peer->npaths; i++) {
+        peer->path_state[i].weight = weight[i];
+    }
+}
+
+/* A path of the peer went down or came up: which stand by may change (pml_dr2_locality.h). */
+static void paths_relocate(mca_pml_dr2_peer_t *peer)
+{
+    int standing_by = pml_dr2_paths_apply_locality(peer->path_state, peer->npaths);
+
+    if (standing_by > 0 || mca_pml_dr2.verbose >= 10) {
+        for (int i = 0; i < peer->npaths; i++) {
+            DR2_VERBOSE(10, "pml:dr2: path %d to %s: %s", i,
+                        OMPI_NAME_PRINT(&peer->proc->super.proc_name),
+                        !peer->path_state[i].up ? "down"
+                        : peer->path_state[i].standby ? "stands by while a nearer path of its kind is up"
+                                                      : "takes traffic");
+        }
+    }
 }
 
 void mca_pml_dr2_paths_init(mca_pml_dr2_peer_t *peer)
@@ -68,22 +99,31 @@ void mca_pml_dr2_paths_init(mca_pml_dr2_peer_t *peer)
         mca_bml_base_btl_t *bml_btl = mca_bml_base_btl_array_get_index(btls, i);
         mca_btl_base_module_t *btl = bml_btl->btl;
 
+        mca_pml_dr2_path_t *path = &peer->paths[peer->npaths];
+        size_t prefix, eager_limit, max_send;
+
         path_init(peer, peer->npaths++, bml_btl);
-        if (btl->btl_eager_limit < peer->eager_limit_min) {
-            peer->eager_limit_min = btl->btl_eager_limit;
+        /* what a segment of ours may hold, after the FROM header where it needs one */
+        prefix = path->names_sender ? PML_DR2_HDR_FROM_LEN : 0;
+        eager_limit = btl->btl_eager_limit > prefix ? btl->btl_eager_limit - prefix : 0;
+        max_send = btl->btl_max_send_size > prefix ? btl->btl_max_send_size - prefix : 0;
+        if (eager_limit < peer->eager_limit_min) {
+            peer->eager_limit_min = eager_limit;
         }
-        if (btl->btl_max_send_size < peer->max_send_min) {
-            peer->max_send_min = btl->btl_max_send_size;
+        if (max_send < peer->max_send_min) {
+            peer->max_send_min = max_send;
         }
-        DR2_VERBOSE(10, "pml:dr2: path %d to %s: btl %s (eager %zu, max send %zu)",
+        DR2_VERBOSE(10, "pml:dr2: path %d to %s: btl %s (eager %zu, max send %zu%s)",
                     peer->npaths - 1, OMPI_NAME_PRINT(&peer->proc->super.proc_name),
-                    btl->btl_component->btl_version.mca_component_name, btl->btl_eager_limit,
-                    btl->btl_max_send_size);
+                    btl->btl_component->btl_version.mca_component_name, eager_limit, max_send,
+                    path->names_sender ? ", segments name their sender" : "");
     }
     if (n > PML_DR2_PATH_MAX) {
         DR2_VERBOSE(1, "pml:dr2: %zu BTLs reach %s: only the first %d are used as paths", n,
                     OMPI_NAME_PRINT(&peer->proc->super.proc_name), PML_DR2_PATH_MAX);
     }
+    paths_weigh(peer);
+    mca_pml_dr2_nic_place_paths(peer);
 }
 
 int mca_pml_dr2_path_of_endpoint(const mca_pml_dr2_peer_t *peer,
@@ -91,6 +131,16 @@ int mca_pml_dr2_path_of_endpoint(const mca_pml_dr2_peer_t *peer,
 {
     for (int i = 0; i < peer->npaths; i++) {
         if (peer->paths[i].bml_btl->btl_endpoint == ep) {
+            return i;
+        }
+    }
+    return 0;
+}
+
+int mca_pml_dr2_path_of_btl(const mca_pml_dr2_peer_t *peer, const struct mca_btl_base_module_t *btl)
+{
+    for (int i = 0; i < peer->npaths; i++) {
+        if (peer->paths[i].bml_btl->btl == btl) {
             return i;
         }
     }
@@ -150,6 +200,7 @@ void mca_pml_dr2_path_down(mca_pml_dr2_peer_t *peer, int index, const char *why)
         mca_pml_dr2_peer_unreachable(peer->proc, why);
         return;
     }
+    paths_relocate(peer); /* a path standing by for this one takes over */
     mca_pml_dr2_vfrag_reroute(peer, index);
 }
 
@@ -213,7 +264,10 @@ static void set_btl_tcp_default(const char *name, int value)
                        "ompi-resilience's patches 0018-0020)", name);
         return;
     }
+    /* btl/tcp's own variables (exclusivity) are not registered settable: this process's
+     * default is ours to give as much as the user's */
     if (MCA_BASE_VAR_SOURCE_DEFAULT == source
+        && OPAL_SUCCESS == mca_base_var_set_flag(index, MCA_BASE_VAR_FLAG_SETTABLE, true)
         && OPAL_SUCCESS
                == mca_base_var_set_value(index, &value, sizeof(value), MCA_BASE_VAR_SOURCE_SET,
                                          NULL)) {
@@ -235,7 +289,14 @@ static void set_btl_tcp_default(const char *name, int value)
  * And one that keeps a job whose network was cut for good from ending: closing a
  * connection, btl/tcp waits for room for its goodbye in the send buffer, which a cut left
  * full, until the network moves again. dr2 ends a job over such a cut (its peers declared
- * failed), so it bounds that wait. */
+ * failed), so it bounds that wait.
+ * And one that keeps btl/tcp from being a path at all beside a faster BTL: the BML gives a
+ * peer only the BTLs of the highest exclusivity, and btl/tcp's (100) is below that of the
+ * BTLs for other NICs (btl/ofi: 1024, MCA_BTL_EXCLUSIVITY_DEFAULT, which it sets whatever
+ * btl_ofi_exclusivity says): with --mca btl tcp,ofi,self a peer on another host had the
+ * ofi path alone. At 1024 btl/tcp is a path beside them (failover from the NIC to the
+ * network, or the other way); btl/sm (65536) still reaches a process on the same host
+ * alone. */
 void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms, unsigned goodbye_timeout_ms)
 {
     if (0 != rto_max_ms) {
@@ -243,6 +304,7 @@ void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms, unsigned goodbye_timeout_ms
     }
     set_btl_tcp_default("reconnect", 1);
     set_btl_tcp_default("goodbye_timeout_ms", (int) goodbye_timeout_ms);
+    set_btl_tcp_default("exclusivity", MCA_BTL_EXCLUSIVITY_DEFAULT);
 }
 
 /* A probe (PROBE) or its answer (PROBE_REPLY) on path `path`. */
@@ -331,5 +393,6 @@ void mca_pml_dr2_path_probe_received(mca_pml_dr2_peer_t *peer, int arrival,
                     (int) index, OMPI_NAME_PRINT(&peer->proc->super.proc_name),
                     peer->paths[index].bml_btl->btl->btl_component->btl_version.mca_component_name,
                     mca_pml_dr2_paths_up(peer), peer->npaths);
+        paths_relocate(peer); /* a path that stood in for it stands by again */
     }
 }

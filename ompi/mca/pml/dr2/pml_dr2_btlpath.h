@@ -55,6 +55,8 @@ typedef struct mca_pml_dr2_path_t {
                         * (pml_dr2_local.h) */
     bool in_place;     /* its BTL sends a large fragment's payload from where it lies
                         * (btl/tcp: mca_pml_dr2_peer_send_in_place) */
+    bool names_sender; /* its BTL does not tell the receiver who sent a segment: each one
+                        * starts with our FROM header (pml_dr2_from.h) */
 } mca_pml_dr2_path_t;
 
 /* Set up the peer's paths from its BML endpoint (at most PML_DR2_PATH_MAX). */
@@ -64,6 +66,11 @@ void mca_pml_dr2_paths_init(struct mca_pml_dr2_peer_t *peer);
  * BTL made on its own: any path will do to answer it). */
 int mca_pml_dr2_path_of_endpoint(const struct mca_pml_dr2_peer_t *peer,
                                  const struct mca_btl_base_endpoint_t *ep);
+
+/* The index of the peer's path over BTL module `btl`; 0 if none is (any path will do to
+ * answer it). */
+int mca_pml_dr2_path_of_btl(const struct mca_pml_dr2_peer_t *peer,
+                            const struct mca_btl_base_module_t *btl);
 
 /* The path that takes a new vfrag of `bytes` (pml_dr2_path_pick); when none is up, path 0
  * (the peer is then being declared unreachable). */
@@ -94,9 +101,11 @@ void mca_pml_dr2_path_unreachable(struct mca_pml_dr2_peer_t *peer, int index);
 /* Unless the user set them: bound TCP's retransmission backoff on btl/tcp's connections to
  * `rto_max_ms` milliseconds (btl_tcp_rto_max_ms, Open MPI patch 0018; 0: leave it), let
  * btl/tcp connect again to a peer whose connection failed (btl_tcp_reconnect, patch 0019),
- * and bound the wait for room for its goodbye when it closes a connection to
- * `goodbye_timeout_ms` (btl_tcp_goodbye_timeout_ms, patch 0020). Call before any connection
- * exists: btl/tcp applies them to each one it makes. */
+ * bound the wait for room for its goodbye when it closes a connection to
+ * `goodbye_timeout_ms` (btl_tcp_goodbye_timeout_ms, patch 0020), and give btl/tcp the
+ * exclusivity of the BTLs for other NICs (btl_tcp_exclusivity 1024), so that it is a path
+ * beside them. Call before the BML opens the BTLs: btl/tcp copies these into each module
+ * and connection it makes. */
 void mca_pml_dr2_paths_tune_tcp(unsigned rto_max_ms, unsigned goodbye_timeout_ms);
 
 /* Take out the paths whose BTL reported an error (progress, outermost dr2 frame). */

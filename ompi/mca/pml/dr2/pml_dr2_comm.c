@@ -88,8 +88,11 @@ int mca_pml_dr2_add_comm(struct ompi_communicator_t *comm)
             continue;
         }
         opal_list_remove_item(&mca_pml_dr2.nocomm, &msg->super.super);
-        if (msg->src < 0 || msg->src >= dcomm->nprocs
-            || mca_pml_dr2_comm_peer(comm, msg->src) != msg->peer) {
+        /* the sender's rank is checked against the communicator the message was sent on
+         * (one of an earlier communicator on this id is dropped by deliver) */
+        if (mca_pml_dr2_rx_epoch_is(comm, msg->has_epoch, msg->epoch)
+            && (msg->src < 0 || msg->src >= dcomm->nprocs
+                || mca_pml_dr2_comm_peer(comm, msg->src) != msg->peer)) {
             mca_pml_dr2.counters.malformed++;
             mca_pml_dr2_rxmsg_release(msg);
             continue;
@@ -100,6 +103,37 @@ int mca_pml_dr2_add_comm(struct ompi_communicator_t *comm)
     return OMPI_SUCCESS;
 }
 
+/* A freed communicator as remembered in mca_pml_dr2.freed_comms: its epoch and its two
+ * revoked flags in one word (the table holds pointers). */
+#define FREED_COMM_REVOKED 1u
+#define FREED_COMM_COLL_REVOKED 2u
+
+static void *freed_comm_word(ompi_communicator_t *comm)
+{
+    uint64_t word = (uint64_t) mca_pml_dr2_comm_epoch(comm) << 2;
+
+    word |= ompi_comm_is_revoked(comm) ? FREED_COMM_REVOKED : 0;
+    word |= ompi_comm_coll_revoked(comm) ? FREED_COMM_COLL_REVOKED : 0;
+    return (void *) (uintptr_t) word;
+}
+
+bool mca_pml_dr2_comm_freed(uint32_t cid, uint32_t epoch, int tag, bool *revoked)
+{
+    void *found;
+    uint64_t word;
+
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&mca_pml_dr2.freed_comms, cid, &found)) {
+        return false;
+    }
+    word = (uint64_t) (uintptr_t) found;
+    if ((uint32_t) (word >> 2) != epoch) {
+        return false;
+    }
+    *revoked = ((word & FREED_COMM_REVOKED) && !ompi_request_tag_is_ft(tag))
+               || ((word & FREED_COMM_COLL_REVOKED) && ompi_request_tag_is_collective(tag));
+    return true;
+}
+
 int mca_pml_dr2_del_comm(struct ompi_communicator_t *comm)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
@@ -108,6 +142,8 @@ int mca_pml_dr2_del_comm(struct ompi_communicator_t *comm)
         return OMPI_SUCCESS;
     }
     mca_pml_dr2_enter();
+    (void) opal_hash_table_set_value_uint32(&mca_pml_dr2.freed_comms,
+                                            ompi_comm_get_local_cid(comm), freed_comm_word(comm));
     comm->c_pml_comm = NULL;
     OBJ_RELEASE(dcomm);
     mca_pml_dr2_leave();

@@ -55,6 +55,27 @@ static inline int mca_pml_dr2_comm_revoked_error(ompi_communicator_t *comm, int 
     return MPI_SUCCESS;
 }
 
+/* The communicator's generation on its context id, sent with every message that names the
+ * id (pml_dr2_hdr.h): its ULFM epoch, which every member got from the agreement that
+ * allocated the id (ompi/communicator/comm_cid.c); 0 for MPI_COMM_WORLD and MPI_COMM_SELF.
+ * Communicators created one after another on one id get different epochs whenever their
+ * members created communicators alike (the epoch is one more than the most any member had
+ * created); only members that created different numbers of communicators elsewhere can
+ * give two of them the same epoch. */
+static inline uint32_t mca_pml_dr2_comm_epoch(const ompi_communicator_t *comm)
+{
+    return comm->c_epoch;
+}
+
+/* Was the last communicator freed here on context id `cid` the one of epoch `epoch`? If
+ * so, *revoked says whether it was revoked for `tag` by then. A message for an id no
+ * communicator has here now is either early (its communicator is being created here) or
+ * late, for one freed here since: kept for the first, dropped for the second, whose
+ * sender may be waiting for an answer (a rendezvous under ULFM) that nothing else would
+ * give. Only the last one freed is remembered per id (a resend that misses the whole life
+ * of the next communicator on its id waits for the one after that). */
+bool mca_pml_dr2_comm_freed(uint32_t cid, uint32_t epoch, int tag, bool *revoked);
+
 /* The peer of a rank looked up and cached (first use of the rank). */
 mca_pml_dr2_peer_t *mca_pml_dr2_comm_peer_lookup(ompi_communicator_t *comm, int rank);
 

@@ -19,6 +19,7 @@
 #include "pml_dr2.h"
 #include "pml_dr2_copychoice.h"
 #include "pml_dr2_crc.h"
+#include "pml_dr2_from.h"
 #include "pml_dr2_inject.h"
 #include "pml_dr2_recvfrag.h"
 #include "pml_dr2_recvreq.h"
@@ -192,7 +193,8 @@ static int dr2_register(void)
              "differ. Headers are always checked, whatever this says, and a message of up to "
              "256 bytes sent with the protocol travels in a header whose checksum covers its "
              "payload too. Under auto, small messages to a process reached only by sm or self "
-             "go without checksum or ACK (pml_dr2_local_max)",
+             "go without checksum or ACK (pml_dr2_local_max), and while corruption is injected "
+             "(pml_dr2_inject_corrupt) every BTL gets CRC32C",
              checksum_values, OPAL_INFO_LVL_5, &m->checksum);
 
     m->crc32c_impl = PML_DR2_CRC32C_AUTO;
@@ -325,6 +327,17 @@ static int dr2_register(void)
         "1000-120000 (the kernel's range)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, OPAL_INFO_LVL_5, &m->tcp_rto_max_ms);
 
+    m->path_locality = true;
+    reg("path_locality",
+        "Among a peer's paths over one BTL (two btl/tcp networks, two btl/ofi NICs), those "
+        "whose NIC is nearest this process take the traffic; the others stand by, up and "
+        "probed, and take it while no nearer one is up. Near: every CPU this process is "
+        "bound to is local to the NIC (hwloc's topology, HWLOC_XMLFILE if set; devices: "
+        "btl/tcp's interface, btl/ofi's domain); an unbound process is as near to every NIC "
+        "of a node with several sockets. 0: every path of a kind takes traffic. The choice "
+        "is shown at pml_dr2_verbose 10",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5, &m->path_locality);
+
     m->window = PML_DR2_WINDOW_MAX;
     reg("window",
         "Vfrags in flight per peer before the sender waits for acknowledgements: a power of "
@@ -349,7 +362,9 @@ static int dr2_register(void)
     m->inject_corrupt = 0.0;
     reg("inject_corrupt",
         "Fault injection: probability in [0, 1] that one random bit of a segment is flipped "
-        "before it is handed to the BTL",
+        "before it is handed to the BTL. Under pml_dr2_checksum auto every BTL, sm and self "
+        "included, then gets payload checksums; under none a warning says that damaged "
+        "payloads are delivered",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_9, &m->inject_corrupt);
     m->inject_dup = 0.0;
     reg("inject_dup",
@@ -402,6 +417,10 @@ static int dr2_register(void)
     register_counter("duplicates", "Fragments and ACKs dropped as duplicates", &c->duplicates);
     register_counter("malformed", "Headers inconsistent with the receiver's state (dropped)",
                      &c->malformed);
+    register_counter("stale_msgs",
+                     "Messages of a freed communicator dropped (acknowledged) because another "
+                     "communicator now has its context id (told by the epoch in their header)",
+                     &c->stale_msgs);
     register_counter("frags_sent", "Fragments handed to the BTL", &c->frags_sent);
     register_counter("frags_received", "Data fragments received with a valid header",
                      &c->frags_received);
@@ -428,6 +447,13 @@ static int dr2_register(void)
                      "at first, then every 4096 fragments)",
                      &c->copy_probes);
     return OMPI_SUCCESS;
+}
+
+static const char *checksum_name(int policy)
+{
+    return MCA_PML_DR2_CHECKSUM_AUTO == policy
+               ? "auto"
+               : (MCA_PML_DR2_CHECKSUM_CRC32C == policy ? "crc32c" : "none");
 }
 
 static int refuse(const char *param, const char *value, const char *advice)
@@ -551,6 +577,10 @@ static int dr2_open(void)
     m->path_params.rto_min_us = m->ack_timeout_min_us;
     m->path_params.rto_max_us = m->ack_timeout_max_us;
     m->inject_enabled = m->inject_drop > 0.0 || m->inject_corrupt > 0.0 || m->inject_dup > 0.0;
+    m->checksum_in_use = m->checksum;
+    if (m->inject_corrupt > 0.0 && MCA_PML_DR2_CHECKSUM_AUTO == m->checksum) {
+        m->checksum_in_use = MCA_PML_DR2_CHECKSUM_CRC32C;
+    }
     m->output = opal_output_open(NULL);
     opal_output_set_verbosity(m->output, m->verbose);
     return OMPI_SUCCESS;
@@ -571,22 +601,28 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     mca_pml_dr2_t *m = &mca_pml_dr2;
 
     *priority = m->priority;
+    /* Before the BML opens the BTLs: btl/tcp copies its exclusivity into each module it
+     * makes. The goodbye is a transport holding our segment: it gets the watchdog's time. */
+    mca_pml_dr2_paths_tune_tcp(m->tcp_rto_max_ms, (m->local_timeout_us + 999) / 1000);
     /* ULFM's revoke and agreement (and osc rdma) talk to the BML directly: it must exist
      * whatever PML runs. */
     if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
         return NULL;
     }
-    /* the goodbye is a transport holding our segment: it gets the watchdog's time */
-    mca_pml_dr2_paths_tune_tcp(m->tcp_rto_max_ms, (m->local_timeout_us + 999) / 1000);
     OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
     m->depth = 0;
     OBJ_CONSTRUCT(&m->peers, opal_list_t);
     OBJ_CONSTRUCT(&m->deferred, opal_list_t);
     OBJ_CONSTRUCT(&m->nocomm, opal_list_t);
+    OBJ_CONSTRUCT(&m->freed_comms, opal_hash_table_t);
+    opal_hash_table_init(&m->freed_comms, 64);
     OBJ_CONSTRUCT(&m->peer_by_proc, opal_hash_table_t);
     opal_hash_table_init(&m->peer_by_proc, 256);
     OBJ_CONSTRUCT(&m->peer_by_endpoint, opal_hash_table_t);
     opal_hash_table_init(&m->peer_by_endpoint, 256);
+    OBJ_CONSTRUCT(&m->peer_by_name, opal_hash_table_t);
+    opal_hash_table_init(&m->peer_by_name, 256);
+    mca_pml_dr2_from_init();
     OBJ_CONSTRUCT(&m->send_requests, opal_free_list_t);
     opal_free_list_init(&m->send_requests, sizeof(mca_pml_dr2_send_request_t),
                         opal_cache_line_size, OBJ_CLASS(mca_pml_dr2_send_request_t), 0,
@@ -631,12 +667,18 @@ static mca_pml_base_module_t *dr2_init(int *priority, bool enable_progress_threa
     mca_pml_dr2_inject_seed(m->inject_seed, OMPI_PROC_MY_NAME->vpid);
     initialized = true;
     DR2_VERBOSE(1,
-                "pml:dr2: selected; frag_size %zu, eager_limit %zu (0: per BTL), checksum %s (%s)",
-                m->frag_size, m->eager_limit,
-                MCA_PML_DR2_CHECKSUM_AUTO == m->checksum
-                    ? "auto"
-                    : (MCA_PML_DR2_CHECKSUM_CRC32C == m->checksum ? "crc32c" : "none"),
+                "pml:dr2: selected; frag_size %zu, eager_limit %zu (0: per BTL), checksum %s%s (%s)",
+                m->frag_size, m->eager_limit, checksum_name(m->checksum),
+                m->checksum_in_use != m->checksum ? ", crc32c everywhere while corruption is injected"
+                                                  : "",
                 pml_dr2_crc32c_impl_name(pml_dr2_crc32c_selected()));
+    if (m->inject_corrupt > 0.0 && MCA_PML_DR2_CHECKSUM_NONE == m->checksum) {
+        /* once per process: nobody must take such a run for one whose data was verified */
+        char p[32];
+        snprintf(p, sizeof(p), "%g", m->inject_corrupt);
+        ompires_add_help_dir();
+        opal_show_help("help-pml-dr2.txt", "inject-corrupt-unchecked", true, p);
+    }
     return &m->super;
 }
 
@@ -655,9 +697,11 @@ static int dr2_fini(void)
     OBJ_DESTRUCT(&m->copy_buffers);
     OBJ_DESTRUCT(&m->vfrags);
     OBJ_DESTRUCT(&m->rxmsgs);
+    OBJ_DESTRUCT(&m->peer_by_name);
     OBJ_DESTRUCT(&m->peer_by_endpoint);
     OBJ_DESTRUCT(&m->peer_by_proc);
     OBJ_DESTRUCT(&m->nocomm);
+    OBJ_DESTRUCT(&m->freed_comms);
     OBJ_DESTRUCT(&m->deferred);
     OBJ_DESTRUCT(&m->peers);
     OBJ_DESTRUCT(&m->lock);

@@ -305,7 +305,7 @@ static SSE42_FN uint32_t sse42_1way_copy(uint32_t crc, unsigned char *dst,
     return sse42_one_stream(crc, dst, src, len, 1);
 }
 
-/* A header is short (16, 20 or 44 bytes): one stream, the first word loaded with its checksum
+/* A header is short (16, 20, 44 or 48 bytes): one stream, the first word loaded with its checksum
  * bytes masked off (x86 is little-endian: bytes 4..7 are the word's high half). Inline, so
  * that a constant length unrolls the stream. */
 SSE42_INLINE uint32_t sse42_header_inline(const unsigned char *p, size_t len)
@@ -325,7 +325,7 @@ static SSE42_FN uint32_t sse42_header(const unsigned char *p, size_t len)
  * constants, so that their words are checksummed without a loop. */
 SSE42_INLINE uint32_t sse42_data_header(const unsigned char *hdr, size_t hdr_len)
 {
-    return 44 == hdr_len   ? sse42_header_inline(hdr, 44)
+    return 48 == hdr_len   ? sse42_header_inline(hdr, 48)
            : 16 == hdr_len ? sse42_header_inline(hdr, 16)
                            : sse42_header_inline(hdr, hdr_len);
 }

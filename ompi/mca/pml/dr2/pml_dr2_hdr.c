@@ -28,6 +28,7 @@
 #define MATCH_OFF_FRAG_LEN 28
 #define MATCH_OFF_MSG_LEN 32
 #define MATCH_OFF_DATA_CRC 40
+#define MATCH_OFF_EPOCH 44
 
 /* FRAG. */
 #define FRAG_OFF_MSG_ID 8
@@ -39,6 +40,7 @@
 #define FRAG_OFF_OFFSET 24
 #define FRAG_OFF_MSG_LEN 32
 #define FRAG_OFF_DATA_CRC 40
+#define FRAG_OFF_RESERVED2 44
 
 /* ACK and NACK. */
 #define ACK_OFF_VFRAG 8
@@ -54,10 +56,15 @@
 #define EAGER_OFF_FRAG_LEN 28
 #define EAGER_OFF_ACK_VFRAG 32
 #define EAGER_OFF_ACK_MASK 36
+#define EAGER_OFF_EPOCH 44
 
 /* TINY. */
 #define TINY_OFF_VFRAG 1
 #define TINY_OFF_CTX 8 /* then src, tag, seq: 16 bits each (encode_short_envelope) */
+
+/* FROM. */
+#define FROM_OFF_JOBID 8
+#define FROM_OFF_VPID 12
 
 /* LOCAL. */
 #define LOCAL_OFF_RESERVED1 1
@@ -297,6 +304,7 @@ static inline void encode_eager_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
     put_u32(p + EAGER_OFF_FRAG_LEN, hdr->frag_len);
     put_u32(p + EAGER_OFF_ACK_VFRAG, hdr->piggy_ack.vfrag);
     put_u64(p + EAGER_OFF_ACK_MASK, hdr->piggy_ack.mask);
+    put_u32(p + EAGER_OFF_EPOCH, hdr->match.epoch);
 }
 
 static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
@@ -314,6 +322,7 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
         put_u32(p + MATCH_OFF_FRAG_LEN, hdr->frag_len);
         put_u64(p + MATCH_OFF_MSG_LEN, hdr->match.msg_len);
         put_u32(p + MATCH_OFF_DATA_CRC, hdr->data_crc);
+        put_u32(p + MATCH_OFF_EPOCH, hdr->match.epoch);
         break;
     case PML_DR2_HDR_FRAG:
         put_u32(p + FRAG_OFF_MSG_ID, hdr->frag.msg_id);
@@ -325,6 +334,7 @@ static void encode_body(const pml_dr2_hdr_t *hdr, unsigned char *p)
         put_u64(p + FRAG_OFF_OFFSET, hdr->frag.offset);
         put_u64(p + FRAG_OFF_MSG_LEN, hdr->frag.msg_len);
         put_u32(p + FRAG_OFF_DATA_CRC, hdr->data_crc);
+        put_u32(p + FRAG_OFF_RESERVED2, 0);
         break;
     case PML_DR2_HDR_EAGER:
         encode_eager_body(hdr, p);
@@ -564,9 +574,11 @@ static pml_dr2_hdr_status_t decode_body(const unsigned char *p, pml_dr2_hdr_t *h
         hdr->frag_len = get_u32(p + MATCH_OFF_FRAG_LEN);
         hdr->match.msg_len = get_u64(p + MATCH_OFF_MSG_LEN);
         hdr->data_crc = get_u32(p + MATCH_OFF_DATA_CRC);
+        hdr->match.epoch = get_u32(p + MATCH_OFF_EPOCH);
+        hdr->match.has_epoch = 1;
         break;
     case PML_DR2_HDR_FRAG:
-        if (get_u16(p + FRAG_OFF_RESERVED) != 0) {
+        if (get_u16(p + FRAG_OFF_RESERVED) != 0 || get_u32(p + FRAG_OFF_RESERVED2) != 0) {
             return PML_DR2_HDR_ERR_RESERVED;
         }
         hdr->frag.msg_id = get_u32(p + FRAG_OFF_MSG_ID);
@@ -618,6 +630,8 @@ static pml_dr2_hdr_status_t decode_eager(const unsigned char *p, size_t buf_len,
     hdr->match.msg_len = frag_len;
     hdr->piggy_ack.vfrag = get_u32(p + EAGER_OFF_ACK_VFRAG);
     hdr->piggy_ack.mask = get_u64(p + EAGER_OFF_ACK_MASK);
+    hdr->match.epoch = get_u32(p + EAGER_OFF_EPOCH);
+    hdr->match.has_epoch = 1;
     hdr->data_crc = get_u32(p + OFF_HDR_CRC);
     if ((status = check_eager_fields(hdr, max_payload)) != PML_DR2_HDR_OK) {
         return status;
@@ -796,6 +810,51 @@ pml_dr2_hdr_status_t pml_dr2_hdr_unpack(const pml_dr2_hdr_t *hdr, const void *bu
                                        hdr->frag_len);
 
     return crc == hdr->data_crc ? PML_DR2_HDR_OK : PML_DR2_HDR_ERR_DATA_CRC;
+}
+
+size_t pml_dr2_hdr_pack_from(const pml_dr2_from_hdr_t *from, void *buf, size_t buf_len)
+{
+    unsigned char *p = buf;
+
+    if (buf_len < PML_DR2_HDR_FROM_LEN) {
+        return 0;
+    }
+    put_common(p, PML_DR2_HDR_FROM, 0, PML_DR2_HDR_FROM_LEN);
+    put_u32(p + FROM_OFF_JOBID, from->jobid);
+    put_u32(p + FROM_OFF_VPID, from->vpid);
+    put_u32(p + OFF_HDR_CRC, header_crc(p, PML_DR2_HDR_FROM_LEN));
+    return PML_DR2_HDR_FROM_LEN;
+}
+
+pml_dr2_hdr_status_t pml_dr2_hdr_decode_from(const void *buf, size_t buf_len,
+                                             pml_dr2_from_hdr_t *from)
+{
+    const unsigned char *p = buf;
+
+    if (buf_len < PML_DR2_HDR_COMMON_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (p[OFF_VERSION] != PML_DR2_HDR_VERSION) {
+        return PML_DR2_HDR_ERR_VERSION;
+    }
+    if (p[OFF_TYPE] != PML_DR2_HDR_FROM) {
+        return PML_DR2_HDR_ERR_TYPE;
+    }
+    if (p[OFF_HDR_LEN] != PML_DR2_HDR_FROM_LEN) {
+        return PML_DR2_HDR_ERR_HDR_LEN;
+    }
+    if (buf_len < PML_DR2_HDR_FROM_LEN) {
+        return PML_DR2_HDR_ERR_TRUNCATED;
+    }
+    if (get_u32(p + OFF_HDR_CRC) != header_crc(p, PML_DR2_HDR_FROM_LEN)) {
+        return PML_DR2_HDR_ERR_HDR_CRC;
+    }
+    if (0 != p[OFF_FLAGS]) {
+        return PML_DR2_HDR_ERR_FLAGS;
+    }
+    from->jobid = get_u32(p + FROM_OFF_JOBID);
+    from->vpid = get_u32(p + FROM_OFF_VPID);
+    return PML_DR2_HDR_OK;
 }
 
 const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status)

@@ -41,7 +41,12 @@
  *    28  u32  frag_len   payload bytes after the header
  *    32  u64  msg_len    message length in bytes; frag_len <= msg_len
  *    40  u32  data_crc   CRC32C of the payload
- *    44                  (PML_DR2_HDR_MATCH_LEN)
+ *    44  u32  epoch      the communicator's generation: its ULFM epoch (c_epoch), agreed by
+ *                        its members when its context id was allocated. A communicator
+ *                        created on a context id that a freed one had gets another epoch,
+ *                        so a late resend of a message of the freed one is told from its
+ *                        messages (dropped and acknowledged, never delivered into it)
+ *    48                  (PML_DR2_HDR_MATCH_LEN)
  *
  * FRAG: any other fragment of a message, including fragments 1.. of the MATCH's own vfrag
  * (then vfrag == msg_id). The receiver finds the message by (peer, msg_id), never through a
@@ -56,7 +61,8 @@
  *    24  u64  offset     of the payload in the message
  *    32  u64  msg_len    message length; offset + frag_len <= msg_len, without overflow
  *    40  u32  data_crc   CRC32C of the payload
- *    44                  (PML_DR2_HDR_FRAG_LEN)
+ *    44  u32  reserved   0 (the three data headers have one length: PML_DR2_HDR_MAX_LEN)
+ *    48                  (PML_DR2_HDR_FRAG_LEN)
  *
  * ACK: fragments of a vfrag received intact. NACK: fragments to resend (found corrupt or
  * missing). Same layout, no payload. Both are idempotent (a lost one is recovered by the
@@ -85,7 +91,8 @@
  *    32  u32  ack_vfrag  a piggybacked ACK (the sender's peer being the receiver): vfrag id,
  *    36  u64  ack_mask   and its mask; both 0 when no ACK rides along. Flag MATCHED here
  *                        flags that ACK (never set without one).
- *    44                  (PML_DR2_HDR_EAGER_LEN)
+ *    44  u32  epoch      the communicator's generation, as in MATCH
+ *    48                  (PML_DR2_HDR_EAGER_LEN)
  *
  * TINY: an EAGER in short form, for a small message whose envelope fits 16-bit fields and
  * that carries no ACK: 16 bytes, so that 8 bytes of payload and btl/sm's 8-byte fast-box
@@ -95,7 +102,8 @@
  * carries the low 24 bits of its vfrag id, which the receiver completes from the id it
  * expects next (pml_dr2_window_expand_id): ids in flight are never more than the
  * 1024-vfrag window apart, far inside the 2^23 either side that 24 bits tell apart. One
- * checksum over header and payload, as EAGER. Resends of its vfrag go as EAGER.
+ * checksum over header and payload, as EAGER. Resends of its vfrag go as EAGER, with the
+ * epoch it has no room for (see LOCAL for what that leaves).
  *
  *     0  u8   type       PML_DR2_HDR_TINY
  *     1  u24  vfrag      the low 24 bits of the vfrag id (little-endian)
@@ -112,6 +120,11 @@
  * flags or length: type 8 is LOCAL in every version, its payload is the rest of the segment
  * (at most PML_DR2_HDR_LOCAL_MAX_PAYLOAD bytes), nothing follows it. It is a message's
  * envelope and nothing else: the receiver matches it by its sequence number as any other.
+ * No epoch either. LOCAL and TINY are first transmissions only, over sm or self, read in
+ * the receiver's next progress: only one still unread when its receiver freed the
+ * communicator and created the next on the same context id (both collective, so with the
+ * sender's part in them) would be taken for the next one's, the exposure pml/ob1 has for
+ * every message.
  *
  *     0  u8   type       PML_DR2_HDR_LOCAL
  *     1  u8   reserved   0
@@ -121,6 +134,17 @@
  *     8  u16  seq        matching sequence per (communicator, peer)
  *    10  u16  reserved   0
  *    12                  (PML_DR2_HDR_LOCAL_LEN)
+ *
+ * FROM: who sent the segment, for a BTL whose receive callback does not say (btl/ofi and
+ * btl/uct give no endpoint with what they deliver, which btl.h allows: "May be NULL"). It
+ * is the first header of every segment dr2 sends on such a BTL (pml_dr2_from.h), and
+ * nowhere else: the decoder of a segment's headers does not know the type, a FROM inside a
+ * segment ends it as malformed. Common 8 bytes (flags 0), then the sender's Open MPI
+ * process name:
+ *
+ *     8  u32  jobid
+ *    12  u32  vpid
+ *    16                  (PML_DR2_HDR_FROM_LEN)
  *
  * An ACK flagged MATCHED for the vfrag of a RNDV also says
  * the receiver matched the message: send the rest / the synchronous send is complete. It
@@ -137,7 +161,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PML_DR2_HDR_VERSION 1
+/* 2: MATCH, RNDV and EAGER carry the communicator's epoch; they and FRAG are 48 bytes (44 in
+ * version 1). */
+#define PML_DR2_HDR_VERSION 2
 
 typedef enum {
     PML_DR2_HDR_MATCH = 1,
@@ -148,20 +174,22 @@ typedef enum {
     PML_DR2_HDR_EAGER = 6,
     PML_DR2_HDR_TINY = 7,
     PML_DR2_HDR_LOCAL = 8,
+    PML_DR2_HDR_FROM = 9,
 } pml_dr2_hdr_type_t;
 
 #define PML_DR2_HDR_COMMON_LEN 8
-#define PML_DR2_HDR_MATCH_LEN 44 /* MATCH and RNDV */
-#define PML_DR2_HDR_FRAG_LEN 44
+#define PML_DR2_HDR_MATCH_LEN 48 /* MATCH and RNDV */
+#define PML_DR2_HDR_FRAG_LEN 48
 #define PML_DR2_HDR_ACK_LEN 20 /* ACK and NACK */
-#define PML_DR2_HDR_EAGER_LEN 44
-#define PML_DR2_HDR_MAX_LEN 44
+#define PML_DR2_HDR_EAGER_LEN 48
+#define PML_DR2_HDR_MAX_LEN 48
 #define PML_DR2_HDR_TINY_LEN 16
 /* A TINY's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_TINY_MAX_PAYLOAD 256
 #define PML_DR2_HDR_LOCAL_LEN 12
 /* A LOCAL's payload: at most this many bytes (the rest of its segment). */
 #define PML_DR2_HDR_LOCAL_MAX_PAYLOAD 8192
+#define PML_DR2_HDR_FROM_LEN 16
 /* The bits of a vfrag id a TINY carries. */
 #define PML_DR2_HDR_TINY_VFRAG_BITS 24
 
@@ -203,6 +231,8 @@ typedef struct {
     uint8_t frag_count;
     uint32_t vfrag;
     uint64_t msg_len;
+    uint32_t epoch;    /* the communicator's generation (not in TINY and LOCAL) */
+    uint8_t has_epoch; /* decode: 1 for MATCH, RNDV and EAGER, which carry one */
 } pml_dr2_match_hdr_t;
 
 typedef struct {
@@ -362,6 +392,22 @@ size_t pml_dr2_hdr_pack_tiny(const pml_dr2_hdr_t *hdr, void *buf, size_t buf_len
  * mask or a buf_len too small. pml_dr2_hdr_encode of such a header writes the same bytes. */
 size_t pml_dr2_hdr_pack_ack(uint8_t type, uint8_t flags, const pml_dr2_ack_hdr_t *ack, void *buf,
                             size_t buf_len);
+
+/* FROM: a process name. */
+typedef struct {
+    uint32_t jobid;
+    uint32_t vpid;
+} pml_dr2_from_hdr_t;
+
+/* A FROM header naming `from` into buf. Returns PML_DR2_HDR_FROM_LEN, or 0 if buf_len is
+ * too small. */
+size_t pml_dr2_hdr_pack_from(const pml_dr2_from_hdr_t *from, void *buf, size_t buf_len);
+
+/* Check and decode the FROM header at the start of buf[0 .. buf_len-1] (type, version,
+ * length, checksum, flags 0). Never reads outside buf; *from is meaningful only when
+ * PML_DR2_HDR_OK is returned. */
+pml_dr2_hdr_status_t pml_dr2_hdr_decode_from(const void *buf, size_t buf_len,
+                                             pml_dr2_from_hdr_t *from);
 
 /* A short name for a status ("ok", "hdr-crc", ...), for counters and logs. */
 const char *pml_dr2_hdr_status_name(pml_dr2_hdr_status_t status);

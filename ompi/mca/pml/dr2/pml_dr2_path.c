@@ -11,6 +11,7 @@ void pml_dr2_path_init(pml_dr2_path_state_t *p, const pml_dr2_path_params_t *par
     p->up = true;
     p->rto_us = params->rto_initial_us;
     p->weight = 1.0;
+    p->nic_distance = -1;
 }
 
 void pml_dr2_path_rtt_sample(pml_dr2_path_state_t *p, uint64_t sample_us,
@@ -162,24 +163,26 @@ int pml_dr2_path_count_up(const pml_dr2_path_state_t *paths, int n)
 
 int pml_dr2_path_slowest(const pml_dr2_path_state_t *paths, int n, int fallback)
 {
-    int slowest = fallback;
+    int slowest = -1; /* no path up seen yet; fallback may name a path, so it cannot say so */
 
     for (int i = 0; i < n; i++) {
-        if (paths[i].up && (slowest == fallback || paths[i].rto_us > paths[slowest].rto_us)) {
+        if (paths[i].up && (slowest < 0 || paths[i].rto_us > paths[slowest].rto_us)) {
             slowest = i;
         }
     }
-    return slowest;
+    return slowest < 0 ? fallback : slowest;
 }
 
-int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
+/* The pick among the up paths, those standing by included or not. */
+static int pick_up_path(const pml_dr2_path_state_t *paths, int n, uint64_t bytes,
+                        bool with_standby)
 {
     double best_cost = 0.0;
     int best = -1;
 
     for (int i = 0; i < n; i++) {
         double cost;
-        if (!paths[i].up) {
+        if (!paths[i].up || (paths[i].standby && !with_standby)) {
             continue;
         }
         cost = (double) (paths[i].queued_bytes + bytes) / paths[i].weight;
@@ -189,4 +192,13 @@ int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
         }
     }
     return best;
+}
+
+int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
+{
+    int best = pick_up_path(paths, n, bytes, false);
+
+    /* a path stands by only while a nearer one is up (pml_dr2_locality.h); should the
+     * flags be behind a change, an up path still beats none */
+    return best >= 0 ? best : pick_up_path(paths, n, bytes, true);
 }

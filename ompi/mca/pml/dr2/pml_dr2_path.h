@@ -69,6 +69,10 @@ typedef struct {
     uint64_t last_ack_us;   /* last time anything it carries was acknowledged */
     uint64_t last_heard_us; /* last time anything from the peer arrived on it */
     double weight;          /* share of new vfrags relative to the other paths (> 0) */
+    /* ---- where its NIC is (pml_dr2_locality.h) ---- */
+    int kind;               /* paths of one kind (one BTL component) are alternatives */
+    int nic_distance;       /* pml_dr2_nic_distance_t; -1: unknown */
+    bool standby;           /* takes no new vfrag: a nearer path of its kind is up */
     /* ---- probing while down ---- */
     uint64_t next_probe_us;
     uint32_t probe_interval_us;
@@ -78,7 +82,8 @@ typedef struct {
     unsigned long downs, ups, probes_sent;
 } pml_dr2_path_state_t;
 
-/* A fresh path: up, no RTT sample, timeout rto_initial_us, weight 1. */
+/* A fresh path: up, no RTT sample, timeout rto_initial_us, weight 1, kind 0, NIC distance
+ * unknown, not standing by. */
 void pml_dr2_path_init(pml_dr2_path_state_t *p, const pml_dr2_path_params_t *params);
 
 /* A round-trip sample in microseconds: updates srtt, rttvar and rto (bounded). */
@@ -147,8 +152,8 @@ bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t
                                  const pml_dr2_path_params_t *params);
 
 /* Which of the n paths takes a new vfrag of `bytes`: the up path with the least
- * (unacknowledged bytes + bytes) / weight (see the top of this file); ties go to the lowest
- * index. -1 if none is up. */
+ * (unacknowledged bytes + bytes) / weight (see the top of this file), among those not
+ * standing by (pml_dr2_locality.h); ties go to the lowest index. -1 if none is up. */
 int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes);
 
 /* The up path with the longest ACK timeout among the n (`fallback` if none is up). An ACK

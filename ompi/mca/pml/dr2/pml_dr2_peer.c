@@ -12,6 +12,7 @@
 #include "opal/datatype/opal_convertor.h"
 
 #include "pml_dr2.h"
+#include "pml_dr2_from.h"
 #include "pml_dr2_inject.h"
 #include "pml_dr2_local.h"
 #include "pml_dr2_peer.h"
@@ -107,7 +108,7 @@ static void peer_choose_checksum(mca_pml_dr2_peer_t *peer)
     peer->crosses_wire = false;
     for (int i = 0; i < peer->npaths; i++) {
         const char *btl = peer->paths[i].bml_btl->btl->btl_component->btl_version.mca_component_name;
-        bool crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum, btl);
+        bool crc = pml_dr2_checksum_on_btl(mca_pml_dr2.checksum_in_use, btl);
         DR2_VERBOSE(10, "pml:dr2: peer %s path %d over btl %s: payload checksum %s",
                     OMPI_NAME_PRINT(&peer->proc->super.proc_name), i, btl, crc ? "crc32c" : "none");
         peer->tx_crc = peer->tx_crc || crc;
@@ -190,6 +191,7 @@ mca_pml_dr2_peer_t *mca_pml_dr2_peer_get(struct ompi_proc_t *proc)
     (void) opal_hash_table_set_value_uint64(&mca_pml_dr2.peer_by_proc, (uint64_t) (uintptr_t) proc,
                                             peer);
     mca_pml_dr2_peer_map_endpoints(peer);
+    mca_pml_dr2_from_add_peer(peer);
     return peer;
 }
 
@@ -348,18 +350,47 @@ static int btl_send(mca_pml_dr2_path_t *path, mca_btl_base_descriptor_t *des)
     return rc < 0 ? rc : OMPI_SUCCESS;
 }
 
+/* A descriptor of the path's BTL for a segment of up to `len` bytes, which go at *seg:
+ * after the FROM header on a BTL that does not tell the receiver who sent it
+ * (pml_dr2_from.h). Its length is set by segment_length. NULL if the BTL has none now. */
+static mca_btl_base_descriptor_t *segment_alloc(mca_pml_dr2_path_t *path, size_t len,
+                                                unsigned char **seg)
+{
+    size_t prefix = path->names_sender ? PML_DR2_HDR_FROM_LEN : 0;
+    mca_btl_base_descriptor_t *des = NULL;
+    unsigned char *base;
+
+    mca_bml_base_alloc(path->bml_btl, &des, MCA_BTL_NO_ORDER, prefix + len,
+                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        return NULL;
+    }
+    base = des->des_segments->seg_addr.pval;
+    if (OPAL_UNLIKELY(prefix > 0)) {
+        memcpy(base, mca_pml_dr2_from_self, prefix);
+    }
+    *seg = base + prefix;
+    return des;
+}
+
+/* The segment segment_alloc placed at `seg` is `len` bytes long. */
+static inline void segment_length(mca_btl_base_descriptor_t *des, const unsigned char *seg,
+                                  size_t len)
+{
+    des->des_segments->seg_len = (size_t) (seg - (unsigned char *) des->des_segments->seg_addr.pval)
+                                 + len;
+}
+
 static int btl_send_copy(mca_pml_dr2_path_t *path, const unsigned char *buf, size_t len)
 {
-    mca_bml_base_btl_t *bml_btl = path->bml_btl;
-    mca_btl_base_descriptor_t *des = NULL;
+    unsigned char *seg;
+    mca_btl_base_descriptor_t *des = segment_alloc(path, len, &seg);
 
-    mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
-                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == des) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    memcpy(des->des_segments->seg_addr.pval, buf, len);
-    des->des_segments->seg_len = len;
+    memcpy(seg, buf, len);
+    segment_length(des, seg, len);
     return btl_send(path, des);
 }
 
@@ -391,10 +422,12 @@ static bool inject_faults(mca_pml_dr2_path_t *path, unsigned char *buf, size_t l
  * no completion callback. Nothing is lost for reliability: every fragment's data stays in
  * its message until acknowledged, and a resend rebuilds the segment from there. */
 
-static inline bool takes_immediate(const mca_bml_base_btl_t *bml_btl, size_t len)
+static inline bool takes_immediate(const mca_pml_dr2_path_t *path, size_t len)
 {
-    return len <= MCA_PML_DR2_SMALL_SEGMENT_MAX && NULL != bml_btl->btl->btl_sendi
-           && len <= bml_btl->btl->btl_eager_limit;
+    const mca_btl_base_module_t *btl = path->bml_btl->btl;
+
+    return len <= MCA_PML_DR2_SMALL_SEGMENT_MAX && NULL != btl->btl_sendi
+           && len <= btl->btl_eager_limit && !path->names_sender;
 }
 
 /* The BTL's immediate send of `len` bytes at buf: OMPI_SUCCESS if the BTL took them (they
@@ -443,7 +476,7 @@ int mca_pml_dr2_peer_send_small(mca_pml_dr2_peer_t *peer, int path, unsigned cha
     if (OPAL_UNLIKELY(peer->failed)) {
         return OMPI_ERR_UNREACH;
     }
-    return send_bytes(p, buf, len, takes_immediate(p->bml_btl, len));
+    return send_bytes(p, buf, len, takes_immediate(p, len));
 }
 
 int mca_pml_dr2_peer_send_small_now(mca_pml_dr2_peer_t *peer, int path, unsigned char *buf,
@@ -454,7 +487,7 @@ int mca_pml_dr2_peer_send_small_now(mca_pml_dr2_peer_t *peer, int path, unsigned
     if (OPAL_UNLIKELY(peer->failed)) {
         return OMPI_ERR_UNREACH;
     }
-    if (!takes_immediate(p->bml_btl, len)) {
+    if (!takes_immediate(p, len)) {
         return OMPI_ERR_WOULD_BLOCK;
     }
     return send_immediate(p, buf, len);
@@ -472,18 +505,16 @@ int mca_pml_dr2_peer_send_segment(mca_pml_dr2_peer_t *peer, int path, size_t len
     if (OPAL_UNLIKELY(peer->failed)) {
         return OMPI_ERR_UNREACH;
     }
-    if (may_overtake && takes_immediate(bml_btl, len)) {
+    if (may_overtake && takes_immediate(p, len)) {
         unsigned char buf[MCA_PML_DR2_SMALL_SEGMENT_MAX];
         return send_bytes(p, buf, fill(ctx, buf, len), true);
     }
-    mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, len,
-                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    des = segment_alloc(p, len, &buf);
     if (OPAL_UNLIKELY(NULL == des)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    buf = des->des_segments->seg_addr.pval;
     len = fill(ctx, buf, len);
-    des->des_segments->seg_len = len;
+    segment_length(des, buf, len);
 
     /* Fault injection: one predictable branch when off. */
     if (OPAL_UNLIKELY(mca_pml_dr2.inject_enabled) && !inject_faults(p, buf, len)) {

@@ -18,6 +18,7 @@
 #include "pml_dr2_ackmask.h"
 #include "pml_dr2_comm.h"
 #include "pml_dr2_crc.h"
+#include "pml_dr2_from.h"
 #include "pml_dr2_inject.h"
 #include "pml_dr2_local.h"
 #include "pml_dr2_recvfrag.h"
@@ -29,6 +30,7 @@ static void rxmsg_construct(mca_pml_dr2_rxmsg_t *msg)
 {
     msg->refs = 1;
     msg->peer = NULL;
+    msg->has_epoch = false;
     msg->buf = NULL;
     msg->req = NULL;
     msg->matched = false;
@@ -317,12 +319,30 @@ static void match_one(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
     opal_list_append(&dcomm->unexpected, &msg->super.super);
 }
 
+/* A message (a late resend, or under ULFM a first transmission) for a communicator freed
+ * here since (under ULFM: revoked and given up): nobody will receive it, and if another
+ * communicator took its context id, its sequence number belongs to the old one. Dropped,
+ * its sender answered (mca_pml_dr2_rxmsg_drop), so that it stops resending. */
+static void rxmsg_drop_stale(mca_pml_dr2_rxmsg_t *msg)
+{
+    mca_pml_dr2.counters.stale_msgs++;
+    DR2_VERBOSE(20, "pml:dr2: dropped a message of a freed communicator (cid %u, epoch %u)",
+                msg->ctx, msg->epoch);
+    mca_pml_dr2_rxmsg_drop(msg);
+}
+
 void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg)
 {
     mca_pml_dr2_comm_t *dcomm = (mca_pml_dr2_comm_t *) comm->c_pml_comm;
-    mca_pml_dr2_comm_proc_t *cp = &dcomm->procs[msg->src];
-    uint16_t ahead = (uint16_t) (msg->seq - cp->expected_seq);
+    mca_pml_dr2_comm_proc_t *cp;
+    uint16_t ahead;
 
+    if (OPAL_UNLIKELY(!mca_pml_dr2_rx_epoch_is(comm, msg->has_epoch, msg->epoch))) {
+        rxmsg_drop_stale(msg);
+        return;
+    }
+    cp = &dcomm->procs[msg->src];
+    ahead = (uint16_t) (msg->seq - cp->expected_seq);
     if (0 != ahead) {
         mca_pml_dr2_rxmsg_t *other;
         if (ahead >= 0x8000) {
@@ -547,22 +567,27 @@ static bool rxmsg_keep_rndv_data(mca_pml_dr2_peer_t *peer, mca_pml_dr2_rxmsg_t *
 /* The flags of the ACK that answers a copy of a RNDV already in the window. With no
  * message left for it, the classification says MATCHED: the message was received and is
  * gone, and the copy comes from a sender that lost our go-ahead. Unless its communicator
- * is revoked here for its tag: then it may as well have been dropped unmatched
- * (mca_pml_dr2_rxmsg_drop), and MATCHED would complete a synchronous send that no receive
- * matched; REVOKED completes it in error, which a revoked communicator allows either way. */
+ * is revoked here for its tag, or was when it was freed: then it may as well have been
+ * dropped unmatched (mca_pml_dr2_rxmsg_drop), and MATCHED would complete a synchronous
+ * send that no receive matched, or start the data of a message nobody has (resent for
+ * ever); REVOKED completes it in error, which a revoked communicator allows either way. */
 static uint8_t rndv_duplicate_flags(const pml_dr2_hdr_t *hdr, const mca_pml_dr2_rxmsg_t *msg,
                                     uint8_t flags)
 {
     ompi_communicator_t *comm;
+    bool revoked = false;
 
     if (PML_DR2_HDR_RNDV != hdr->type || NULL != msg || 0 == (flags & PML_DR2_HDR_FLAG_MATCHED)) {
         return flags;
     }
     comm = ompi_comm_lookup(hdr->match.ctx);
-    if (NULL != comm && tag_revoked(comm, hdr->match.tag)) {
-        return PML_DR2_HDR_FLAG_REVOKED;
+    if (NULL != comm && NULL != comm->c_pml_comm
+        && mca_pml_dr2_rx_epoch_is(comm, hdr->match.has_epoch, hdr->match.epoch)) {
+        revoked = tag_revoked(comm, hdr->match.tag);
+    } else {
+        (void) mca_pml_dr2_comm_freed(hdr->match.ctx, hdr->match.epoch, hdr->match.tag, &revoked);
     }
-    return flags;
+    return revoked ? PML_DR2_HDR_FLAG_REVOKED : flags;
 }
 
 static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
@@ -579,6 +604,7 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     pml_dr2_rx_decision_t d;
     uint32_t id;
     ompi_communicator_t *comm;
+    bool revoked;
 
     pml_dr2_rx_classify(&peer->rx_window, hdr, msg_view(msg, &view), MCA_PML_DR2_EAGER_LIMIT_MAX,
                         &d);
@@ -601,9 +627,12 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
         mca_pml_dr2.counters.malformed++;
         return;
     }
-    /* A new message (a size we buffer if eager; if rendezvous, what its RNDV carries). */
+    /* A new message (a size we buffer if eager; if rendezvous, what its RNDV carries). The
+     * sender's rank is checked against the communicator it was sent on: one that another
+     * took the id of is dropped by mca_pml_dr2_rxmsg_deliver. */
     comm = ompi_comm_lookup(hdr->match.ctx);
     if (NULL != comm && NULL != comm->c_pml_comm
+        && mca_pml_dr2_rx_epoch_is(comm, hdr->match.has_epoch, hdr->match.epoch)
         && !mca_pml_dr2_rx_rank_is_peer(comm, hdr->match.src, peer)) {
         mca_pml_dr2.counters.malformed++; /* the rank is not the process that sent it */
         DR2_VERBOSE(20, "pml:dr2: dropped a message for cid %u: rank %d is not its sender",
@@ -616,6 +645,8 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     }
     msg->peer = peer;
     msg->ctx = hdr->match.ctx;
+    msg->epoch = hdr->match.epoch;
+    msg->has_epoch = hdr->match.has_epoch;
     msg->src = hdr->match.src;
     msg->tag = hdr->match.tag;
     msg->seq = hdr->match.seq;
@@ -637,6 +668,8 @@ static void handle_match(mca_pml_dr2_peer_t *peer, const pml_dr2_hdr_t *hdr,
     delivering = msg;
     if (NULL != comm && NULL != comm->c_pml_comm) {
         mca_pml_dr2_rxmsg_deliver(comm, msg);
+    } else if (msg->has_epoch && mca_pml_dr2_comm_freed(msg->ctx, msg->epoch, msg->tag, &revoked)) {
+        rxmsg_drop_stale(msg);
     } else {
         /* the communicator does not exist here yet: keep it for add_comm */
         if (!rndv && msg->msg_len > 0) {
@@ -680,6 +713,7 @@ mca_pml_dr2_recv_request_t *mca_pml_dr2_rx_take_in_order(mca_pml_dr2_peer_t *pee
     mca_pml_dr2_recv_request_t *req;
 
     if (NULL == comm || NULL == comm->c_pml_comm
+        || !mca_pml_dr2_rx_epoch_is(comm, hdr->match.has_epoch, hdr->match.epoch)
         || !mca_pml_dr2_rx_rank_is_peer(comm, hdr->match.src, peer)
         || tag_revoked(comm, hdr->match.tag)) {
         return NULL;
@@ -881,6 +915,7 @@ static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
     }
     comm = ompi_comm_lookup(hdr.match.ctx);
     if (NULL == comm || NULL == comm->c_pml_comm
+        || !mca_pml_dr2_rx_epoch_is(comm, hdr.match.has_epoch, hdr.match.epoch)
         || hdr.match.src >= comm->c_remote_group->grp_proc_count) {
         return NULL;
     }
@@ -894,23 +929,45 @@ static mca_pml_dr2_peer_t *learn_endpoint(struct mca_btl_base_endpoint_t *ep,
     return peer;
 }
 
+/* The peer a segment on a BTL that gives no endpoint comes from, named by the FROM header
+ * that starts it (pml_dr2_from.h); *skip is that header's length. */
+static mca_pml_dr2_peer_t *named_sender(const mca_btl_base_receive_descriptor_t *desc, size_t *skip)
+{
+    const mca_btl_base_segment_t *seg = &desc->des_segments[0];
+
+    *skip = PML_DR2_HDR_FROM_LEN;
+    if (OPAL_UNLIKELY(0 == desc->des_segment_count)) {
+        return NULL;
+    }
+    return mca_pml_dr2_from_sender(seg->seg_addr.pval, seg->seg_len);
+}
+
 void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
                                     const mca_btl_base_receive_descriptor_t *desc)
 {
     mca_pml_dr2_peer_t *peer;
-    size_t len = 0;
+    size_t len = 0, skip = 0; /* bytes of the first segment before dr2's headers */
+    bool named;
 
     if (OPAL_UNLIKELY(mca_pml_dr2.closed)) {
         return; /* a late segment after finalize (the BTLs close after us): ignored */
     }
     mca_pml_dr2_enter();
-    peer = mca_pml_dr2_peer_from_endpoint(desc->endpoint);
-    if (NULL == peer) {
-        peer = learn_endpoint(desc->endpoint, desc);
+    named = mca_pml_dr2_btl_names_sender(btl);
+    if (OPAL_UNLIKELY(named)) {
+        peer = named_sender(desc, &skip);
+    } else {
+        peer = mca_pml_dr2_peer_from_endpoint(desc->endpoint);
+        if (NULL == peer) {
+            peer = learn_endpoint(desc->endpoint, desc);
+        }
+        if (NULL == peer) {
+            mca_pml_dr2.counters.unknown_endpoint++;
+            DR2_VERBOSE(20, "pml:dr2: dropped a segment from an unknown endpoint %p",
+                        (void *) desc->endpoint);
+        }
     }
     if (NULL == peer) {
-        mca_pml_dr2.counters.unknown_endpoint++;
-        DR2_VERBOSE(20, "pml:dr2: dropped a segment from an unknown endpoint %p", (void *) desc->endpoint);
         mca_pml_dr2_leave();
         return;
     }
@@ -918,6 +975,7 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
     for (size_t i = 0; i < desc->des_segment_count; i++) {
         len += desc->des_segments[i].seg_len;
     }
+    len -= skip; /* named_sender decoded that much */
     if (mca_pml_dr2.depth > 1 || desc->des_segment_count > 1) {
         /* nested in another dr2 frame (or scattered): copy, process when it is safe */
         mca_pml_dr2_deferred_t *d = malloc(sizeof(*d) + len);
@@ -925,21 +983,28 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
             size_t off = 0;
             OBJ_CONSTRUCT(&d->super, opal_list_item_t);
             d->peer = peer;
-            d->path = mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
+            d->path = named ? mca_pml_dr2_path_of_btl(peer, btl)
+                            : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
             d->len = len;
             for (size_t i = 0; i < desc->des_segment_count; i++) {
-                memcpy(d->data + off, desc->des_segments[i].seg_addr.pval,
-                       desc->des_segments[i].seg_len);
-                off += desc->des_segments[i].seg_len;
+                size_t from = 0 == i ? skip : 0;
+                memcpy(d->data + off, (const unsigned char *) desc->des_segments[i].seg_addr.pval + from,
+                       desc->des_segments[i].seg_len - from);
+                off += desc->des_segments[i].seg_len - from;
             }
             opal_list_append(&mca_pml_dr2.deferred, &d->super);
         }
     } else if (1 == desc->des_segment_count) {
         /* ACKs sent alone go back on the path that delivered (pml_dr2_pending_ack_t) */
-        peer->rx_path = OPAL_LIKELY(1 == peer->npaths) ? 0
-                                                       : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
+        if (OPAL_LIKELY(1 == peer->npaths)) {
+            peer->rx_path = 0;
+        } else {
+            peer->rx_path = named ? mca_pml_dr2_path_of_btl(peer, btl)
+                                  : mca_pml_dr2_path_of_endpoint(peer, desc->endpoint);
+        }
         mca_pml_dr2_peer_heard(peer, peer->rx_path);
-        mca_pml_dr2_recv_segment(peer, desc->des_segments[0].seg_addr.pval, len);
+        mca_pml_dr2_recv_segment(peer, (const unsigned char *) desc->des_segments[0].seg_addr.pval + skip,
+                                 len);
     }
     mca_pml_dr2_leave();
 }

@@ -13,6 +13,7 @@
 #define MCA_PML_DR2_RECVFRAG_H
 
 #include "pml_dr2.h"
+#include "pml_dr2_comm.h"
 #include "pml_dr2_peer.h"
 #include "pml_dr2_rxcheck.h"
 #include "pml_dr2_vfrag.h"
@@ -27,6 +28,8 @@ typedef struct mca_pml_dr2_rxmsg_t {
     int refs; /* the protocol's reference, plus one while handle_match works on it */
     mca_pml_dr2_peer_t *peer;
     uint32_t ctx;
+    uint32_t epoch; /* the communicator's generation its header named, if has_epoch */
+    bool has_epoch;
     int32_t src;
     int32_t tag;
     uint16_t seq;
@@ -74,8 +77,19 @@ void mca_pml_dr2_recv_frag_callback(mca_btl_base_module_t *btl,
 /* Process a segment from `peer` (lock held, not nested). */
 void mca_pml_dr2_recv_segment(mca_pml_dr2_peer_t *peer, const unsigned char *buf, size_t len);
 
-/* Try to match an incoming message (in sequence order) on its communicator. */
+/* Try to match an incoming message (in sequence order) on its communicator, the one that
+ * has its context id here; a message of an earlier communicator on that id is dropped
+ * (mca_pml_dr2_rxmsg_drop). */
 void mca_pml_dr2_rxmsg_deliver(ompi_communicator_t *comm, mca_pml_dr2_rxmsg_t *msg);
+
+/* Was a message whose header named `epoch` (has_epoch: TINY and LOCAL name none) sent on
+ * comm, the communicator that has its context id here now, rather than on an earlier one
+ * that had the same id and was freed (pml_dr2_hdr.h, epoch)? */
+static inline bool mca_pml_dr2_rx_epoch_is(const ompi_communicator_t *comm, bool has_epoch,
+                                           uint32_t epoch)
+{
+    return !has_epoch || epoch == mca_pml_dr2_comm_epoch(comm);
+}
 
 /* A header's sender rank (checked non-negative by the codec) names, in comm, the process
  * the segment came from. */

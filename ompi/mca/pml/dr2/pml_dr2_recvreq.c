@@ -50,7 +50,10 @@ void mca_pml_dr2_recv_request_complete(mca_pml_dr2_recv_request_t *req, int erro
 }
 
 /* A posted receive that has not matched can always be cancelled. A matched one only when
- * its sender failed (ULFM): nobody will ever send the rest. */
+ * its sender failed (ULFM): nobody will ever send the rest. Its sender is req_peer, also
+ * for a receive posted for any source (mca_pml_dr2_recv_request_bind): the failure of
+ * another process leaves it to complete with its message, as ULFM wants (MPI_ERR_PROC_
+ * FAILED_PENDING is for receives that have not matched). */
 static int recv_request_cancel(struct ompi_request_t *request, int flag)
 {
     mca_pml_dr2_recv_request_t *req = (mca_pml_dr2_recv_request_t *) request;
@@ -94,6 +97,7 @@ static void recv_request_construct(mca_pml_dr2_recv_request_t *req)
     req->contiguous = false;
     req->posted = false;
     req->prepared_with = NULL;
+    req->any_source_matched = false;
 }
 
 OBJ_CLASS_INSTANCE(mca_pml_dr2_recv_request_t, mca_pml_base_recv_request_t,
@@ -108,6 +112,7 @@ static void recv_request_init(mca_pml_dr2_recv_request_t *req, void *buf, size_t
     req->posted = false;
     req->capacity = 0;
     req->prepared_with = NULL;
+    req->any_source_matched = false;
     MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
                                    persistent);
 }
@@ -156,6 +161,10 @@ void mca_pml_dr2_recv_request_bind(mca_pml_dr2_recv_request_t *req, int src, int
     mca_pml_base_request_t *base = &req->req_recv.req_base;
 
     req->posted = false;
+    if (OMPI_ANY_SOURCE == base->req_peer) {
+        base->req_peer = src;
+        req->any_source_matched = true;
+    }
     base->req_ompi.req_status.MPI_SOURCE = src;
     base->req_ompi.req_status.MPI_TAG = tag;
     base->req_proc = proc;
@@ -248,6 +257,10 @@ int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req)
     MCA_PML_BASE_RECV_START(&req->req_recv);
     req->msg = NULL;
     req->posted = false;
+    if (req->any_source_matched) { /* a persistent receive started again */
+        base->req_peer = OMPI_ANY_SOURCE;
+        req->any_source_matched = false;
+    }
 
     /* ULFM (ob1 recvreq.c): no receive waits on a revoked communicator or a dead sender */
     if (ompi_comm_is_revoked(comm) && !ompi_request_tag_is_ft(base->req_tag)) {
@@ -331,21 +344,21 @@ int mca_pml_dr2_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int sr
 /* Wait for a receive that only this caller holds; returns its error, the status filled in.
  * Under ULFM an ANY_SOURCE receive whose wait was interrupted by a failure
  * (PROC_FAILED_PENDING) is taken back and reported as PROC_FAILED, as ob1 does for
- * blocking receives. */
+ * blocking receives. One that matched a live sender meanwhile (another thread's progress)
+ * refuses the cancel and is waited for to the end, with the error it ends with. */
 static int wait_recv_complete(ompi_request_t *request, ompi_status_public_t *status)
 {
     int rc;
 
     ompi_request_wait_completion(request);
-    rc = request->req_status.MPI_ERROR;
     if (!REQUEST_COMPLETE(request)) {
         ompi_request_cancel(request);
         ompi_request_wait_completion(request);
-        if (MPI_ERR_PROC_FAILED_PENDING == rc) {
-            rc = MPI_ERR_PROC_FAILED;
+        if (MPI_ERR_PROC_FAILED_PENDING == request->req_status.MPI_ERROR) {
+            request->req_status.MPI_ERROR = MPI_ERR_PROC_FAILED;
         }
-        request->req_status.MPI_ERROR = rc;
     }
+    rc = request->req_status.MPI_ERROR;
     if (MPI_STATUS_IGNORE != status) {
         /* MPI_ERROR stays as the caller left it: a single-completion call returns its
          * error (MPI 4.0 section 3.2.5; MPICH's pt2pt/mprobe checks it, ob1 does the same) */
@@ -416,6 +429,7 @@ int mca_pml_dr2_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
     /* the message was taken out of the matching queues by the matched probe */
     mca_pml_dr2_recv_request_matched(req, msg);
     mca_pml_dr2_leave();
+    OBJ_RELEASE(comm); /* the message's hold (do_improbe); the request holds it now */
     ompi_message_return(*message);
     *message = MPI_MESSAGE_NULL;
     return OMPI_SUCCESS;
@@ -505,6 +519,9 @@ static int do_improbe(int src, int tag, ompi_communicator_t *comm, int *matched,
             opal_list_remove_item(&((mca_pml_dr2_comm_t *) comm->c_pml_comm)->unexpected,
                                   &msg->super.super);
             msg->matched = true;
+            /* the communicator may be freed before MPI_Mrecv (MPI_Comm_free leaves pending
+             * operations to complete): the message holds it, as a request would */
+            OBJ_RETAIN(comm);
             m->comm = comm;
             m->req_ptr = msg;
             m->peer = msg->src;

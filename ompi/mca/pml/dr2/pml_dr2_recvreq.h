@@ -25,6 +25,11 @@ typedef struct mca_pml_dr2_recv_request_t {
     opal_convertor_t *prepared_with; /* master convertor the request's convertor was set up
                                       * from (capacity, contiguous valid); NULL: not yet */
     bool posted;                     /* on the communicator's posted list */
+    /* Posted for MPI_ANY_SOURCE and matched: req_peer names the sender from the match on
+     * (ULFM judges a request by req_peer: a matched receive waits for its sender only, not
+     * for "any source", which the failure of an unrelated process stops), and becomes
+     * MPI_ANY_SOURCE again when the request is started again. */
+    bool any_source_matched;
 } mca_pml_dr2_recv_request_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_dr2_recv_request_t);
@@ -33,8 +38,9 @@ OBJ_CLASS_DECLARATION(mca_pml_dr2_recv_request_t);
 int mca_pml_dr2_recv_request_start(mca_pml_dr2_recv_request_t *req);
 
 /* A message from `src` (rank), `tag`, sent by `proc`, is for this request (no longer
- * posted): status set, and convertor and capacity set up for its data unless that was
- * done for the same sender's representation when the receive was posted. */
+ * posted): status set, req_peer set to src (see any_source_matched), and convertor and
+ * capacity set up for its data unless that was done for the same sender's representation
+ * when the receive was posted. */
 void mca_pml_dr2_recv_request_bind(mca_pml_dr2_recv_request_t *req, int src, int tag,
                                    ompi_proc_t *proc);
 

@@ -142,6 +142,7 @@ static void txmsg_set_envelope(mca_pml_dr2_txmsg_t *msg, mca_pml_dr2_peer_t *pee
 {
     msg->peer = peer;
     msg->ctx = ompi_comm_get_local_cid(comm);
+    msg->epoch = mca_pml_dr2_comm_epoch(comm);
     msg->src = comm->c_my_rank;
     msg->tag = tag;
     msg->seq = dcomm->procs[dst].send_seq++;
@@ -162,6 +163,7 @@ static bool send_small_now(mca_pml_dr2_peer_t *peer, ompi_communicator_t *comm,
     pml_dr2_match_hdr_t match;
 
     match.ctx = ompi_comm_get_local_cid(comm);
+    match.epoch = mca_pml_dr2_comm_epoch(comm);
     match.src = comm->c_my_rank;
     match.tag = tag;
     match.seq = cp->send_seq;

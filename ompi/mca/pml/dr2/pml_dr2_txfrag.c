@@ -37,6 +37,7 @@ static inline void txmsg_envelope(const mca_pml_dr2_txmsg_t *msg, uint32_t id,
                                   pml_dr2_match_hdr_t *match)
 {
     match->ctx = msg->ctx;
+    match->epoch = msg->epoch;
     match->src = msg->src;
     match->tag = msg->tag;
     match->seq = msg->seq;
@@ -94,6 +95,11 @@ static uint32_t copy_payload_with_crc(mca_pml_dr2_peer_t *peer, unsigned char *d
     }
     return crc;
 }
+
+/* Every data header has one length: a fragment's payload follows it at that offset. */
+_Static_assert(PML_DR2_HDR_MATCH_LEN == PML_DR2_HDR_MAX_LEN
+                   && PML_DR2_HDR_FRAG_LEN == PML_DR2_HDR_MAX_LEN,
+               "fill_fragment and send_fragment_in_place put the payload at PML_DR2_HDR_MAX_LEN");
 
 /* The header of fragment ctx->index of its vfrag, its data checksum left to the caller;
  * the payload's length is returned and its offset in the message put in *off. */

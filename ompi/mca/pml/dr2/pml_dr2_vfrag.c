@@ -505,6 +505,7 @@ bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *
     txmsg_construct(msg);
     msg->peer = peer;
     msg->ctx = match->ctx;
+    msg->epoch = match->epoch;
     msg->src = match->src;
     msg->tag = match->tag;
     msg->seq = match->seq;

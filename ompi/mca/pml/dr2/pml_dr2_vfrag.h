@@ -106,6 +106,7 @@ typedef struct mca_pml_dr2_txmsg_t {
     bool in_list;
     /* the matching envelope */
     uint32_t ctx;
+    uint32_t epoch; /* the communicator's (mca_pml_dr2_comm_epoch) */
     int32_t src;
     int32_t tag;
     uint16_t seq;
@@ -186,7 +187,7 @@ void mca_pml_dr2_txmsg_start(mca_pml_dr2_txmsg_t *msg);
  * buffer and handed to the BTL before anything else; the message object that keeps the
  * copy until the ACK and its vfrag are filled in while the segment is on its way, and end
  * up as mca_pml_dr2_txmsg_start leaves a small message. `match` holds the envelope (ctx,
- * src, tag, seq); this sets its vfrag. False if the message does not qualify or no object
+ * epoch, src, tag, seq); this sets its vfrag. False if the message does not qualify or no object
  * is free: nothing was sent or taken, and the general path takes the message. */
 bool mca_pml_dr2_txmsg_send_tiny(mca_pml_dr2_peer_t *peer, pml_dr2_match_hdr_t *match,
                                  const void *buf, uint32_t len);
