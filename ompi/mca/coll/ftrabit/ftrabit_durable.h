@@ -65,10 +65,7 @@ int ftrabit_durable_probe(struct ftrabit_state *st);
 
 /* ---- what the rest of libftrabit calls ------------------------------------------------ */
 
-/* Bits of FTR_Checkpoint's agreement flag (combined by bitwise AND). */
-#define FTRABIT_AGREE_EXCHANGED 1    /* this rank has its predecessors' replicas */
-#define FTRABIT_AGREE_PREV_WRITTEN 2 /* its write of the previous version is complete */
-#define FTRABIT_AGREE_DURABLE_OK 4   /* it had no durable write error */
+/* The durable bits of FTR_Checkpoint's agreement flag: FTRABIT_AGREE_* in ftrabit_internal.h. */
 
 /* FTR_Init: durable checkpoints for this state when coll_ftrabit_checkpoint_dir is set.
  * Returns MPI_SUCCESS or MPI_ERR_NO_MEM. */

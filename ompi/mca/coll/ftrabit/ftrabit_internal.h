@@ -201,6 +201,12 @@ int ftrabit_join_as_spare(const ftrabit_spares_round_t *round, int app_size, MPI
 int ftrabit_catch_up(ftrabit_state_t *st, int *plan_failed);
 
 /* Checkpoint storage (ftrabit_checkpoint.c). */
+/* The bits of FTR_Checkpoint's agreement flag (combined by bitwise AND), all here so that
+ * no two share a value: a version commits only where every rank sets EXCHANGED. */
+#define FTRABIT_AGREE_EXCHANGED 1    /* this rank has its predecessors' replicas */
+#define FTRABIT_AGREE_PREV_WRITTEN 2 /* its durable write of the previous version is complete */
+#define FTRABIT_AGREE_DURABLE_OK 4   /* it had no durable write error (ftrabit_durable.h) */
+#define FTRABIT_AGREE_NO_NOTICE 8    /* it got no preemption notice (ftrabit_notice.h) */
 int ftrabit_checkpoint_exchange(ftrabit_state_t *st, const void *global, size_t global_size,
                                 const void *local, size_t local_size);
 /* Collective: commit `version` (read back from disk, ftrabit_durable.c) as if FTR_Checkpoint

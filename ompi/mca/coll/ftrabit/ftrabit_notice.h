@@ -10,10 +10,6 @@
 
 #include "ftrabit_internal.h"
 
-/* A bit of FTR_Checkpoint's agreement flag (a bitwise AND), next to ftrabit_durable.h's
- * FTRABIT_AGREE_* bits: this process got no preemption notice. */
-#define FTRABIT_AGREE_NO_NOTICE 8
-
 /* FTR_Init, with coll_ftrabit_notice 1: SIGTERM becomes a notice, unless the program
  * handles or ignores it itself. */
 void ftrabit_notice_install(void);
