@@ -226,8 +226,9 @@ int FTR_Checkpoint(MPI_Comm *comm, const void *global, size_t global_size, const
 /* What a load hands out: the last committed version of this process's checkpoint, or
  * version 0 (a fresh start). Every load entry point goes through here, so that whatever
  * restores a checkpoint (from a survivor's copy in a replacement, as now, or from a durable
- * copy on a fresh start) is found in one place. A load ends the bootstrap phase. */
-static int ftrabit_checkpoint_to_load(MPI_Comm *comm, ftrabit_state_t **out)
+ * copy on a fresh start) is found in one place. A load ends the bootstrap phase and says
+ * the version (0 for a fresh start). */
+static int ftrabit_checkpoint_to_load(MPI_Comm *comm, int *version, ftrabit_state_t **out)
 {
     ftrabit_state_t *st = NULL == comm ? NULL : ftrabit_state_of(*comm);
 
@@ -235,7 +236,11 @@ static int ftrabit_checkpoint_to_load(MPI_Comm *comm, ftrabit_state_t **out)
     if (NULL == st) {
         return MPI_ERR_COMM;
     }
+    if (NULL == version) {
+        return MPI_ERR_ARG;
+    }
     st->bootstrap_over = 1;
+    *version = st->version;
     return MPI_SUCCESS;
 }
 
@@ -243,15 +248,11 @@ int FTR_Load_checkpoint_size(MPI_Comm *comm, size_t *global_size, size_t *local_
                              int *version)
 {
     ftrabit_state_t *st;
-    int err = ftrabit_checkpoint_to_load(comm, &st);
+    int err = ftrabit_checkpoint_to_load(comm, version, &st);
 
     if (MPI_SUCCESS != err) {
         return err;
     }
-    if (NULL == version) {
-        return MPI_ERR_ARG;
-    }
-    *version = st->version;
     if (NULL != global_size) {
         *global_size = st->version > 0 ? st->global_size : 0;
     }
@@ -265,15 +266,11 @@ int FTR_Load_checkpoint(MPI_Comm *comm, void *global, size_t global_size, void *
                         size_t local_size, int *version)
 {
     ftrabit_state_t *st;
-    int err = ftrabit_checkpoint_to_load(comm, &st);
+    int err = ftrabit_checkpoint_to_load(comm, version, &st);
 
     if (MPI_SUCCESS != err) {
         return err;
     }
-    if (NULL == version) {
-        return MPI_ERR_ARG;
-    }
-    *version = st->version;
     if (0 == st->version) {
         return MPI_SUCCESS; /* fresh start: buffers untouched */
     }
@@ -303,17 +300,15 @@ int FTR_Load_checkpoint_alloc(MPI_Comm *comm, void **global, size_t *global_size
                               size_t *local_size, int *version)
 {
     ftrabit_state_t *st;
-    int err = ftrabit_checkpoint_to_load(comm, &st);
+    int err = ftrabit_checkpoint_to_load(comm, version, &st);
     int want_local = NULL != local;
 
     if (MPI_SUCCESS != err) {
         return err;
     }
-    if (NULL == global || NULL == global_size || NULL == version
-        || want_local != (NULL != local_size)) {
+    if (NULL == global || NULL == global_size || want_local != (NULL != local_size)) {
         return MPI_ERR_ARG;
     }
-    *version = st->version;
     *global = NULL;
     *global_size = 0;
     if (want_local) {
