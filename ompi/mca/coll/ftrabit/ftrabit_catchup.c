@@ -321,6 +321,30 @@ static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st,
     }
 }
 
+/* A nonblocking collective that a process failure or a revoke broke ends in Open MPI
+ * 5.0.7 with MPI_ERR_OTHER ("an error 77 was found during schedule", libnbc keeps no error
+ * class), not MPIX_ERR_PROC_FAILED: such an end is a process failure when the communicator
+ * is revoked or has a failed process, so that the recovery starts again. */
+static int ftrabit_nbc_error(MPI_Comm comm, int err)
+{
+    int revoked = 0, nfailed = 0;
+    MPI_Group failed = MPI_GROUP_NULL;
+
+    if (ftrabit_is_process_failure(err)) {
+        return err;
+    }
+    if (MPI_SUCCESS == MPIX_Comm_get_failed(comm, &failed)) {
+        MPI_Group_size(failed, &nfailed);
+        if (MPI_GROUP_EMPTY != failed) {
+            MPI_Group_free(&failed);
+        }
+    }
+    if (nfailed > 0 || (MPI_SUCCESS == MPIX_Comm_is_revoked(comm, &revoked) && revoked)) {
+        return MPI_ERR_PROC_FAILED;
+    }
+    return err;
+}
+
 /* The end of this rank's transfers: it waits for the other ranks' (an MPI_Ibarrier),
  * polled. That wait is not a lack of progress (coll_ftrabit_recovery_timeout): the ranks
  * still transferring count their own progress, part by part, and one that stalls ends
@@ -343,7 +367,7 @@ static int ftrabit_wait_for_transfers(MPI_Comm comm)
     if (MPI_SUCCESS != err && MPI_REQUEST_NULL != req) {
         MPI_Request_free(&req); /* MPI_Test leaves a request that ended in error allocated */
     }
-    return err;
+    return MPI_SUCCESS == err ? err : ftrabit_nbc_error(comm, err);
 }
 
 static const char *ftrabit_plan_error(int rc)
