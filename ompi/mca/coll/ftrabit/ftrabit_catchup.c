@@ -322,25 +322,17 @@ static void ftrabit_maybe_die_for_test(const ftrabit_state_t *st,
 }
 
 /* A nonblocking collective that a process failure or a revoke broke ends in Open MPI
- * 5.0.7 with MPI_ERR_OTHER ("an error 77 was found during schedule", libnbc keeps no error
- * class), not MPIX_ERR_PROC_FAILED: such an end is a process failure when the communicator
- * is revoked or has a failed process, so that the recovery starts again. */
-static int ftrabit_nbc_error(MPI_Comm comm, int err)
+ * 5.0.7 with MPI_ERR_OTHER ("an error 77 was found during schedule", "Error in
+ * NBC_Start_round() (-1)": libnbc keeps no error class), not MPIX_ERR_PROC_FAILED, and the
+ * failure may not be known here yet when it does. The barrier below only waits for the
+ * other ranks' transfers: its failure means one of them failed, so the recovery starts
+ * again (bounded by coll_ftrabit_recoveries_without_progress). */
+static int ftrabit_nbc_error(int err)
 {
-    int revoked = 0, nfailed = 0;
-    MPI_Group failed = MPI_GROUP_NULL;
-
-    if (ftrabit_is_process_failure(err)) {
-        return err;
-    }
-    if (MPI_SUCCESS == MPIX_Comm_get_failed(comm, &failed)) {
-        MPI_Group_size(failed, &nfailed);
-        if (MPI_GROUP_EMPTY != failed) {
-            MPI_Group_free(&failed);
-        }
-    }
-    if (nfailed > 0 || (MPI_SUCCESS == MPIX_Comm_is_revoked(comm, &revoked) && revoked)) {
-        return MPI_ERR_PROC_FAILED;
+    if (!ftrabit_is_process_failure(err)) {
+        ftrabit_log(1, "catch-up: the wait for the other ranks' transfers failed (error %d): "
+                       "taken for a process failure", err);
+        err = MPI_ERR_PROC_FAILED;
     }
     return err;
 }
@@ -352,7 +344,7 @@ static int ftrabit_nbc_error(MPI_Comm comm, int err)
  * agreement is bounded again. */
 static int ftrabit_wait_for_transfers(MPI_Comm comm)
 {
-    MPI_Request req;
+    MPI_Request req = MPI_REQUEST_NULL;
     int done = 0, err = MPI_Ibarrier(comm, &req);
 
     ftrabit_recovery_doing("waiting for the other ranks' catch-up transfers");
@@ -367,7 +359,7 @@ static int ftrabit_wait_for_transfers(MPI_Comm comm)
     if (MPI_SUCCESS != err && MPI_REQUEST_NULL != req) {
         MPI_Request_free(&req); /* MPI_Test leaves a request that ended in error allocated */
     }
-    return MPI_SUCCESS == err ? err : ftrabit_nbc_error(comm, err);
+    return MPI_SUCCESS == err ? err : ftrabit_nbc_error(err);
 }
 
 static const char *ftrabit_plan_error(int rc)
