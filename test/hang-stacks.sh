@@ -21,21 +21,26 @@ hang_descendants() {
 }
 
 hang_stacks() { # PID [PATTERN]
-    local pid comm pids daemons=0
+    local pid comm pass pids daemons=0
     if [ -n "${2:-}" ]; then pids=$(pgrep -f "$2"); else pids=$(hang_descendants "$1"); fi
     if [ -n "${hang_more_pids:-}" ]; then
         pids=$({ echo "$pids"; "$hang_more_pids"; } | sort -nu)
         daemons=1
     fi
-    for pid in $pids; do
-        comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
-        case $comm in
-            prterun | mpirun | timeout | sh | bash | ssh | ip | nsenter | awk | sleep) continue ;;
-            prted) [ "$daemons" = 1 ] || continue ;;
-        esac
-        echo "=== stacks of pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
-        timeout 20 gdb -batch -nx -p "$pid" -ex "thread apply all bt 30" </dev/null 2>/dev/null \
-            | grep -E '^(Thread|#)'
+    # the application's processes first: under load each gdb takes seconds, and the job's
+    # time may run out before the daemons' turn
+    for pass in application daemons; do
+        for pid in $pids; do
+            comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+            case $comm in
+                prterun | mpirun | timeout | sh | bash | ssh | ip | nsenter | awk | sleep) continue ;;
+                prted) [ "$daemons" = 1 ] && [ "$pass" = daemons ] || continue ;;
+                *) [ "$pass" = application ] || continue ;;
+            esac
+            echo "=== stacks of pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
+            timeout 20 gdb -batch -nx -p "$pid" -ex "thread apply all bt 30" </dev/null 2>/dev/null \
+                | grep -E '^(Thread|#)'
+        done
     done
 }
 
