@@ -290,10 +290,12 @@ wall $((KILL_NP + 1)) spare0 >"$tmp/kill-spare0"
     done
 } >"$kdat"
 
+panels=1
+grep -qv '^#' "$kdat" && panels=2
 cat >"$RAW/plot.gp" <<EOF
-set terminal pngcairo noenhanced size 1100,480 font "sans,12"
+set terminal pngcairo noenhanced size $((panels * 550)),480 font "sans,12"
 set output "$OUT/xgboost.png"
-set multiplot layout 1,2
+set multiplot layout 1,$panels
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -306,13 +308,15 @@ set ylabel "ms per round"
 plot "$dat" using 2:xtic(sprintf("np %d", \$1)) title "ftrabit engine (checkpoint every round)", \
      "" using 5 title "same engine, MPI + coll/tuned", \
      "" using 8 title "rabit socket engine + tracker"
+EOF
+[ "$panels" = 1 ] || cat >>"$RAW/plot.gp" <<EOF
 set title "Rank 1 killed in round $KILL_ROUND of $NUM_ROUND, np $KILL_NP: the job's extra time"
 set ylabel "extra seconds (median of $ROUNDS)"
 set style histogram clustered gap 3
 unset key
 plot "$kdat" using 2:xtic(1) title "extra seconds"
-unset multiplot
 EOF
+echo "unset multiplot" >>"$RAW/plot.gp"
 gnuplot "$RAW/plot.gp"
 
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
