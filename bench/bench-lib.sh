@@ -14,6 +14,15 @@ bench_require_ompi() {
         || die "no mca_coll_ftrabit.so in $COMPONENT_DIR: run 'make && make install' in $BUILD"
 }
 
+# bench_mpirun_init [OPTIONS...]: sets the array mpirun to our Open MPI's mpirun with our
+# components, ranks oversubscribed, and OPTIONS; PMIx keeps quiet about components it
+# cannot load.
+bench_mpirun_init() {
+    export PMIX_MCA_mca_base_component_show_load_errors=0
+    mpirun=("${OMPI_PREFIX:-}/bin/mpirun" --allow-run-as-root --oversubscribe
+            --mca mca_base_component_path "${OMPI_PREFIX:-}/lib/openmpi:$COMPONENT_DIR" "$@")
+}
+
 # The wall clock in seconds, as the processes' timelines print it.
 now() { date +%s.%N; }
 

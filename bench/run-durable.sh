@@ -53,9 +53,7 @@ make -C "$BUILD" bench/durable_bench >&2
 prog=$BUILD/bench/durable_bench
 bench_require_gnuplot
 
-export PMIX_MCA_mca_base_component_show_load_errors=0
-mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe --with-ft ulfm
-        --mca mca_base_component_path "$OMPI_PREFIX/lib/openmpi:$COMPONENT_DIR")
+bench_mpirun_init --with-ft ulfm
 mkdir -p "$OUT" "$RAW"
 results=$RAW/runs.txt
 args=(--model-mib "$MODEL_MIB" --iterations "$ITERATIONS" --every "$EVERY" --local-kib "$LOCAL_KIB")

@@ -56,9 +56,7 @@ make -C "$BUILD" examples/ftr_kmeans >&2
 kmeans=$BUILD/examples/ftr_kmeans
 bench_require_gnuplot
 
-export PMIX_MCA_mca_base_component_show_load_errors=0
-mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
-        --mca mca_base_component_path "$OMPI_PREFIX/lib/openmpi:$COMPONENT_DIR" --with-ft ulfm)
+bench_mpirun_init --with-ft ulfm
 mkdir -p "$OUT" "$RAW"
 
 # one_run CONFIG I METHOD REP: prints "config I method rep job_s redone ftrabit_s fingerprint"

@@ -65,9 +65,7 @@ make -C "$BUILD" examples/ftr_kmeans >&2
 kmeans=$BUILD/examples/ftr_kmeans
 bench_require_gnuplot
 
-export PMIX_MCA_mca_base_component_show_load_errors=0
-mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe
-        --mca mca_base_component_path "$OMPI_PREFIX/lib/openmpi:$COMPONENT_DIR")
+bench_mpirun_init
 mkdir -p "$OUT" "$RAW"
 ompi_version=$("$OMPI_PREFIX/bin/mpirun" --version | awk 'NR == 1 { print $NF }')
 

@@ -41,9 +41,7 @@ make -C "$BUILD" bench/coll_bench >&2
 bench=$BUILD/bench/coll_bench
 bench_require_gnuplot
 
-export PMIX_MCA_mca_base_component_show_load_errors=0
-mpirun=("$OMPI_PREFIX/bin/mpirun" --allow-run-as-root --oversubscribe --with-ft ulfm
-        --mca mca_base_component_path "$OMPI_PREFIX/lib/openmpi:$COMPONENT_DIR")
+bench_mpirun_init --with-ft ulfm
 mkdir -p "$OUT" "$RAW" "$(dirname "$DOC")"
 ompi_version=$("$OMPI_PREFIX/bin/mpirun" --version | awk 'NR == 1 { print $NF }')
 

@@ -95,10 +95,8 @@ if [ "$MEASURE" = 1 ]; then
         || die "the socket engine's tracker needs python3"
 fi
 
-export PMIX_MCA_mca_base_component_show_load_errors=0
-mpirun=("${OMPI_PREFIX:-}/bin/mpirun" --allow-run-as-root --oversubscribe --with-ft ulfm
-        --mca mca_base_component_path "${OMPI_PREFIX:-}/lib/openmpi:$COMPONENT_DIR"
-        -x "LD_LIBRARY_PATH=$BUILD/stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+bench_mpirun_init --with-ft ulfm \
+    -x "LD_LIBRARY_PATH=$BUILD/stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # run_dir NAME XGB: a fresh directory with the training's configuration
 run_dir() {
