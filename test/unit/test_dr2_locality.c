@@ -8,17 +8,8 @@
 
 #include "ompi/mca/pml/dr2/pml_dr2_locality.h"
 #include "unit.h"
+#include "test_dr2_path_params.h"
 
-static const pml_dr2_path_params_t params = {
-    .retry_budget = 3,
-    .evidence_budget = 1,
-    .evidence_silence_us = 50000,
-    .probe_interval_us = 1000,
-    .probe_interval_max_us = 5000,
-    .rto_initial_us = 10000,
-    .rto_min_us = 2000,
-    .rto_max_us = 1000000,
-};
 
 /* n fresh paths; path i of kind kinds[i] with NIC distance dist[i]. */
 static void paths_make(pml_dr2_path_state_t *p, int n, const int *kinds, const int *dist)

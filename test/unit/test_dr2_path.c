@@ -7,20 +7,11 @@
 
 #include "ompi/mca/pml/dr2/pml_dr2_path.h"
 #include "unit.h"
+#include "test_dr2_path_params.h"
 
 /* The clock at the timer expiries of the health verdicts below: long after the vfrags left */
 #define NOW 1000000
 
-static const pml_dr2_path_params_t params = {
-    .retry_budget = 3,
-    .evidence_budget = 1,
-    .evidence_silence_us = 50000,
-    .probe_interval_us = 1000,
-    .probe_interval_max_us = 5000,
-    .rto_initial_us = 10000,
-    .rto_min_us = 2000,
-    .rto_max_us = 1000000,
-};
 
 static void fresh_path_is_up_with_initial_timeout(void)
 {
