@@ -377,7 +377,7 @@ EOF
         [ -s "$tmp/t-$np" ] || continue
         # col COLUMN SCALE: the median of the column times SCALE (an awk expression of n)
         col() { awk -v c="$1" -v n="$NUM_ROUND" "{ print \$c * ($2) }" "$tmp/t-$np" | stats | cut -d' ' -f1; }
-        echo "| $np | $(col 6 1000/n) | $(col 7 1000/n) | $(col 8 1000/n) | $(col 9 1) | $(col 10 1) |"
+        echo "| $np | $(col 6 1000/n) | $(col 7 1000/n) | $(col 8 1000/n) | $(col 9 1 | cut -d. -f1) | $(col 10 1 | cut -d. -f1) |"
     done
     cat <<EOF
 
@@ -395,6 +395,30 @@ rounds: over the same round's ftrabit time per round at np $KILL_NP.
 |---|---:|---:|---|
 EOF
     awk '!/^#/ { printf "| %s | %s (%s-%s) | %s (%s-%s) | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$kdat"
+    cat <<EOF
+
+Inside the job (the wall-clock stamps \`ftrabit_timing=1\` prints: the kill's message, the
+replacement's return from FTR_Init, its checkpoint loaded), seconds, medians (min-max): from
+the kill to the replacement taking the rank, then to its checkpoint loaded (it starts
+XGBoost as every process does: its part of the data, the DMatrix, round 0 replayed), and
+the two together. The job's extra wall time above also holds the difference in pace of two
+jobs on a loaded machine.
+
+| kill | kill to replacement | replacement to checkpoint loaded | kill to checkpoint loaded | runs |
+|---|---:|---:|---:|---:|
+EOF
+    for k in spare respawn; do
+        for d in "$RAW"/np*-"$k"-r*-n"$NUM_ROUND"; do
+            [ -d "$d" ] || continue
+            cat "$d/out" "$d/err" 2>/dev/null | awk '
+                /killing itself/ { k = $NF } / joined as a replacement at / { j = $NF }
+                / loaded version / { l = $NF }
+                END { if (k != "" && j != "" && l != "") printf "%.3f %.3f %.3f\n", j - k, l - j, l - k }'
+        done >"$tmp/stamps-$k"
+        [ -s "$tmp/stamps-$k" ] || continue
+        med() { cut -d' ' -f"$1" "$tmp/stamps-$k" | stats | awk '{ printf "%s (%s-%s)", $1, $2, $3 }'; }
+        echo "| $k | $(med 1) | $(med 2) | $(med 3) | $(wc -l <"$tmp/stamps-$k") |"
+    done
     cat <<EOF
 
 ## Against the targets of issue 42
