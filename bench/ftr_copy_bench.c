@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "bench_median.h"
-#include "ftr_nt_copy.h"
+#include "ftrabit_copy.h"
 
 static double now(void)
 {

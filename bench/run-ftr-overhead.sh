@@ -186,8 +186,10 @@ jobs; "of medians" divides the medians of the two columns.
 What FTR_Allreduce does per call (ftrabit_api.c, \`ftrabit_collective\`): for a contiguous
 datatype, MPI reduces from the user's buffer, which it only reads (so a retry after a
 failure starts from the same input, with no copy of it), straight into a buffer borrowed
-from the result pool (ftrabit_pool.c), and the result is copied once into the user's buffer;
-on a rank that keeps the result (every rank by default, \`coll_ftrabit_result_replicas\` of
+from the result pool (ftrabit_pool.c), and the result is copied once into the user's buffer
+(from 1 MiB up to 8 MiB MPI reduces into one reused, cache-hot scratch buffer instead, and
+one pass over it writes the user's buffer and streams the pool buffer with non-temporal
+stores: docs/bench/ftr-floor2-2026-11-29.md); on a rank that keeps the result (every rank by default, \`coll_ftrabit_result_replicas\` of
 them otherwise) that buffer becomes the cached result, elsewhere it goes back to the pool at
 once. A checkpoint hands the interval's buffers back to the pool and the next interval reuses
 them: the steady state allocates nothing and touches no fresh page. Before this, every kept
@@ -323,7 +325,7 @@ EOF
         for every in $EVERYS; do
             printf '\n### %s ranks, checkpoint every %s calls\n\n' "$np" "$every"
             printf '| size | MPI_Allreduce µs | FTR_Allreduce µs | ratio of medians | ratio, paired | paired-trial range | MPI + memcpy µs | floor, paired | FTR / floor, paired | FTR_Checkpoint µs |\n| ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: | ---: |\n'
-            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f | %s | %s |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14, NF >= 16 && $16 > 0 ? sprintf("**%.2f**", $16) : "-", $15 < 0 ? "-" : sprintf("%.1f", $15) }' \
+            awk "$human_awk"'!/^#/ { printf "| %s | %.2f | %.2f | %.2f | **%.2f** | %.2f – %.2f | %.2f | %.2f | %s | %s |\n", human($1), $2, $3, $4, $5, $6, $7, $12, $14, (NF >= 16 && $16 > 0) ? sprintf("**%.2f**", $16) : "-", ($15 < 0) ? "-" : sprintf("%.1f", $15) }' \
                 "$OUT/ftr-overhead-np$np-every$every.dat"
         done
     done

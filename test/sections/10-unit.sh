@@ -5,7 +5,7 @@ echo "== unit tests"
 unit test_schedule
 unit test_ftrabit_cache
 unit test_ftrabit_pool
-unit test_ftr_nt_copy
+unit test_ftrabit_copy
 unit test_ftrabit_bootstrap
 unit test_ftrabit_typesig
 unit test_ftrabit_recovery

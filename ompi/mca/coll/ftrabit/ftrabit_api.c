@@ -20,6 +20,7 @@
 #include <mpi-ext.h>
 
 #include "ftrabit.h"
+#include "ftrabit_copy.h"
 #include "ftrabit_durable.h"
 #include "ftrabit_internal.h"
 #include "ftrabit_notice.h"
@@ -334,8 +335,13 @@ typedef struct {
  * nothing into the cache.
  *  - contiguous allreduce (`direct`): MPI reduces from the user's buffer, which it only
  *    reads (so a retry after a failure starts from the same input, with no copy of it),
- *    into `slot`; the result is copied to the user's buffer, and the slot becomes the
- *    cached result on a keeper or goes back to the pool elsewhere: one copy per call;
+ *    into `out`; the result is copied to the user's buffer, and the slot becomes the
+ *    cached result on a keeper or goes back to the pool elsewhere: one copy per call.
+ *    `out` is the slot itself, except for the sizes of ftrabit_stages_result: there it
+ *    is the state's scratch buffer, reused by every call and so still in the caches, and
+ *    one pass over it writes the user's buffer and streams the slot (ftrabit_copy_twice):
+ *    the interval's slots (one per call until the next checkpoint) no longer pass through
+ *    the caches, where they evicted the working set the reduction uses;
  *  - bcast (the root's buffer is only read too) and non-contiguous allreduce (from
  *    `input`, a copy of the user's data): the result is made in the user's buffer and a
  *    keeper copies or packs it into a pool buffer.
@@ -344,9 +350,25 @@ typedef struct {
     int keeper;
     int direct;
     size_t len;        /* bytes of a direct result */
+    void *out;         /* where MPI makes a direct result: slot.data or the scratch buffer */
     const void *input; /* send buffer of a non-direct allreduce */
     ftrabit_slot_t slot;
 } ftrabit_result_t;
+
+/* The sizes whose result a contiguous allreduce makes in the scratch buffer (see above).
+ * Below FTRABIT_STAGE_MIN an interval of 10 kept results fits in the last-level cache
+ * beside the working set, and memcpy into a cached slot beats a streamed copy; from
+ * FTRABIT_STAGE_MAX on the working set itself (buffer, scratch, the reduction's half
+ * vector) no longer fits, the scratch is cold too, and reducing straight into the slot
+ * moves less memory (docs/bench/ftr-floor2-2026-11-29.md). Bounding the sizes also bounds
+ * the scratch buffer a communicator holds. */
+#define FTRABIT_STAGE_MIN ((size_t) 1 << 20)
+#define FTRABIT_STAGE_MAX ((size_t) 8 << 20)
+
+static inline int ftrabit_stages_result(size_t len)
+{
+    return len >= FTRABIT_STAGE_MIN && len < FTRABIT_STAGE_MAX;
+}
 
 static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const ftrabit_result_t *r,
                             MPI_Comm comm)
@@ -355,7 +377,7 @@ static int ftrabit_run_once(const ftrabit_call_t *call, void *buf, const ftrabit
         return MPI_Bcast(buf, call->count, call->type, call->root, comm);
     }
     if (r->direct) {
-        return MPI_Allreduce(buf, r->slot.data, call->count, call->type, call->op, comm);
+        return MPI_Allreduce(buf, r->out, call->count, call->type, call->op, comm);
     }
     return MPI_Allreduce(r->input, buf, call->count, call->type, call->op, comm);
 }
@@ -593,7 +615,11 @@ static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, uint64_t 
         ftrabit_held_restart(st, seq); /* every rank completed the collectives before it */
     }
     if (r->direct) {
-        memcpy(buf, r->slot.data, r->len);
+        if (r->out == r->slot.data) {
+            memcpy(buf, r->out, r->len);
+        } else {
+            ftrabit_copy_twice(buf, r->slot.data, r->out, r->len);
+        }
         slot = &r->slot;
         len = r->len;
     } else if (!ftrabit_copy_result(st, buf, call, &copy, &len)) {
@@ -607,8 +633,22 @@ static void ftrabit_result_complete(ftrabit_state_t *st, uint64_t seq, uint64_t 
     }
 }
 
-/* The copy of an allreduce's input that a retry starts from, in a buffer kept with the
- * communicator's state: a fresh allocation per call costs page faults on large vectors. */
+/* At least `span` bytes of the state's scratch buffer, kept with the communicator's state:
+ * a fresh allocation per call costs page faults on large vectors. NULL if out of memory. */
+static void *ftrabit_scratch(ftrabit_state_t *st, size_t span)
+{
+    if (span > st->scratch_size) {
+        void *bigger = realloc(st->scratch, span);
+        if (NULL == bigger) {
+            return NULL;
+        }
+        st->scratch = bigger;
+        st->scratch_size = span;
+    }
+    return st->scratch;
+}
+
+/* The copy of an allreduce's input that a retry starts from, in the scratch buffer. */
 static void *ftrabit_input_copy(ftrabit_state_t *st, const void *buf, const ftrabit_call_t *call,
                                 int *err)
 {
@@ -617,16 +657,12 @@ static void *ftrabit_input_copy(ftrabit_state_t *st, const void *buf, const ftra
     MPI_Type_get_extent(call->type, &lb, &extent);
     MPI_Type_get_true_extent(call->type, &true_lb, &true_extent);
     size_t span = call->count > 0 ? (size_t) (true_extent + (call->count - 1) * extent) : 1;
-    if (span > st->input_scratch_size) {
-        void *bigger = realloc(st->input_scratch, span);
-        if (NULL == bigger) {
-            *err = MPI_ERR_NO_MEM;
-            return NULL;
-        }
-        st->input_scratch = bigger;
-        st->input_scratch_size = span;
+    char *scratch = ftrabit_scratch(st, span);
+    if (NULL == scratch) {
+        *err = MPI_ERR_NO_MEM;
+        return NULL;
     }
-    void *input = (char *) st->input_scratch - true_lb;
+    void *input = scratch - true_lb;
     *err = MPI_Sendrecv(buf, call->count, call->type, 0, 0, input, call->count, call->type, 0, 0,
                         MPI_COMM_SELF, MPI_STATUS_IGNORE);
     return MPI_SUCCESS == *err ? input : NULL;
@@ -686,6 +722,9 @@ static int ftrabit_collective(const ftrabit_call_t *call, void *buf, MPI_Comm *c
             if (FTRABIT_CACHE_OK != ftrabit_cache_slot(&st->results, result.len, &result.slot)) {
                 return MPI_ERR_NO_MEM;
             }
+            void *scratch =
+                ftrabit_stages_result(result.len) ? ftrabit_scratch(st, result.len) : NULL;
+            result.out = NULL != scratch ? scratch : result.slot.data; /* NULL: no memory */
         } else {
             /* The input survives a failed attempt in this copy (an allreduce that failed
              * halfway leaves buf undefined). */

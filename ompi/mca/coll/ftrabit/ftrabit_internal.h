@@ -104,8 +104,10 @@ typedef struct ftrabit_state {
     ftrabit_replica_t *replicas; /* of the `nreplicas` ring predecessors */
     int nreplicas;
 
-    void *input_scratch;       /* an allreduce's input, kept for a retry (reused) */
-    size_t input_scratch_size;
+    void *scratch;             /* reused by allreduces: a non-contiguous one's input, kept
+                                  for a retry, or a large contiguous one's result before it
+                                  is copied out (ftrabit_api.c) */
+    size_t scratch_size;
 
     int replacement;           /* started by recovery; cleared once caught up */
     int announces_recovery;    /* rank 0 of the survivors in the last rebuild */

@@ -153,7 +153,7 @@ void ftrabit_state_free(ftrabit_state_t *st)
     ftrabit_bootstrap_fini(&st->bootstrap);
     free(st->global);
     free(st->local);
-    free(st->input_scratch);
+    free(st->scratch);
     free(st->first_rank_of);
     for (int i = 0; i < st->nreplicas; i++) {
         free(st->replicas[i].data);
