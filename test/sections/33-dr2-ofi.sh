@@ -24,14 +24,15 @@ ofi_unavailable() {
     fi
 }
 
-# with_ofi PROVIDER TEST ARGS...: TEST (mpi or check, with their usual arguments), skipped
-# with the reason where libfabric's PROVIDER cannot run.
+# with_ofi PROVIDER TEST ARGS...: TEST (mpi or check, with their usual arguments, or either
+# under in_cluster), skipped with the reason where libfabric's PROVIDER cannot run.
 with_ofi() {
     local provider=$1 name why
     shift
     case "$1" in
         mpi) name=$(mpi_test_name "$2" "$3") ;;
         check) name=$2 ;;
+        in_cluster) [ "$2" = mpi ] && name=$(mpi_test_name "$3" "$4") || name=$3 ;;
     esac
     selected "$name" || return 0
     if why=$(ofi_unavailable "$provider"); then skip "$name" "$why"; return 0; fi
