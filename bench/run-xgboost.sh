@@ -5,8 +5,8 @@
 #
 # The training is scripts/xgboost.sh's (integrations/xgboost/agaricus.conf: binary
 # classification on the agaricus data, nthread=1) with num_round=NUM_ROUND. Engines:
-#   ftrabit  our rabit engine on FTR_* (coll/ftrabit, a checkpoint of the learner after every
-#            round): what scripts/xgboost.sh runs
+#   ftrabit  our rabit engine on FTR_* (coll/ftrabit, a checkpoint of the learner every
+#            CHECKPOINT_EVERY rounds): what scripts/xgboost.sh runs
 #   mpi      the same program with FTRABIT_XGB_ENGINE=mpi: plain MPI_Allreduce/MPI_Bcast,
 #            served by coll/tuned (--mca coll ^ftrabit), no checkpoint, survives nothing
 #   socket   XGBoost with rabit's own socket engine, unchanged (integrations/xgboost/build.sh
@@ -42,7 +42,10 @@
 #     directories); by default built or found in the cache by integrations/xgboost/build.sh
 #   QUIET_WAIT=20  before each run, wait up to this many seconds for a quiet machine
 #   RUN_TIMEOUT=600, OUT, RAW; MEASURE=0 only redraws the table and plot from RAW
+#   CHECKPOINT_EVERY  the engine's ftrabit_checkpoint_every (default: the engine's, 10)
 #   NOTE  a sentence for the report (e.g. what else loaded the machine)
+# Every ftrabit run is made with the engine's ftrabit_timing=1: rank 0's split of the time
+# (collectives, serializing the learner, FTR_Checkpoint) goes to RAW/timing.txt and the report.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -62,6 +65,7 @@ OUT=${OUT:-$top/docs/bench/xgboost-$(date -u +%Y-%m-%d)}
 RAW=${RAW:-$BUILD/bench-logs/xgboost}
 MEASURE=${MEASURE:-1}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+CHECKPOINT_EVERY=${CHECKPOINT_EVERY:-}
 
 bench_name=run-xgboost
 . "$top/bench/bench-lib.sh"
@@ -69,6 +73,7 @@ bench_name=run-xgboost
     || die "need STARTUP_ROUND < NUM_ROUND and KILL_ROUND < NUM_ROUND"
 mkdir -p "$OUT" "$RAW"
 results=$RAW/runs.txt
+timings=$RAW/timing.txt
 socket_note=
 
 if [ "$MEASURE" = 1 ]; then
@@ -150,6 +155,9 @@ one_run() {
         socket) xgb=$XGB_SOCKET ;;
     esac
     case $method in respawn|spare|restart) params=("ftrabit_test_kill=1:$KILL_ROUND:round") ;; esac
+    case $method in mpi|socket) ;; *)
+        params+=(ftrabit_timing=1 ${CHECKPOINT_EVERY:+"ftrabit_checkpoint_every=$CHECKPOINT_EVERY"}) ;;
+    esac
     dir=$(run_dir "np$np-$method-r$round-n$nr" "$xgb")
     params=("$dir/agaricus.conf" "num_round=$nr" "model_out=$dir/model" "${params[@]}")
     wait_quiet
@@ -167,6 +175,10 @@ one_run() {
     printf '%s %s %s %s %.3f %s %s\n' "$np" "$method" "$round" "$nr" "$(echo "$t1 - $t0" | bc)" \
         "$rc" "$sha" >>"$results"
     tail -n 1 "$results" >&2
+    # rank 0's "timing: R rounds; collectives C s (N calls); serializing the learner S s,
+    # FTR_Checkpoint K s (M checkpoints, the last B bytes); ..."
+    sed -n 's/.*rank 0 timing: \([0-9]*\) rounds; collectives \([0-9.]*\) s ([0-9]* calls); serializing the learner \([0-9.]*\) s, FTR_Checkpoint \([0-9.]*\) s (\([0-9]*\) checkpoints, the last \([0-9]*\) bytes).*/\1 \2 \3 \4 \5 \6/p' \
+        "$dir/out" "$dir/err" | head -n 1 | sed "s/^/$np $method $round $nr /" >>"$timings"
     rm -f "$dir/model"
 }
 
@@ -180,6 +192,7 @@ rotate() {
 
 if [ "$MEASURE" = 1 ]; then
     : >"$results"
+    : >"$timings"
     load_start=$(cut -d' ' -f1-3 /proc/loadavg)
     start=$(date +%s)
     started=$(date -u '+%Y-%m-%d %H:%M')
@@ -211,12 +224,12 @@ if [ "$MEASURE" = 1 ]; then
             done
         fi
     done
-    printf 'load_start="%s"\nload_end="%s"\nelapsed=%s\nquiet_note="%s"\nmeasured="%s"\ncommit="%s"\nsocket_note="%s"\nengines="%s"\nnote="%s"\n' \
+    printf 'load_start="%s"\nload_end="%s"\nelapsed=%s\nquiet_note="%s"\nmeasured="%s"\ncommit="%s"\nsocket_note="%s"\nengines="%s"\nnote="%s"\ncheckpoint_every="%s"\n' \
         "$load_start" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(($(date +%s) - start))" \
         "$noisy_starts of $runs runs started without $QUIET_WAIT s of quiet" \
         "$started-$(date -u '+%H:%M') UTC" \
         "$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)" \
-        "$socket_note" "$ENGINES" "${NOTE:-}" >"$RAW/meta.sh"
+        "$socket_note" "$ENGINES" "${NOTE:-}" "${CHECKPOINT_EVERY:-10}" >"$RAW/meta.sh"
 fi
 
 # ---- table, plot, report ---------------------------------------------------------------------
@@ -305,7 +318,7 @@ set yrange [0:*]
 set datafile missing "-"
 set title "XGBoost 1.7.4, milliseconds per boosting round (median of $ROUNDS)"
 set ylabel "ms per round"
-plot "$dat" using 2:xtic(sprintf("np %d", \$1)) title "ftrabit engine (checkpoint every round)", \
+plot "$dat" using 2:xtic(sprintf("np %d", \$1)) title "ftrabit engine (checkpoint every $checkpoint_every rounds)", \
      "" using 5 title "same engine, MPI + coll/tuned", \
      "" using 8 title "rabit socket engine + tracker"
 EOF
@@ -335,7 +348,7 @@ All processes on this one machine, oversubscribed. Not run by CI.${note:+ $note}
 $socket_para
 The training is scripts/xgboost.sh's (XGBoost 1.7.4 from Debian's source with our patches,
 binary classification on the agaricus data, nthread=1, num_round=$NUM_ROUND). Engines: ours on
-FTR_* with coll/ftrabit and a checkpoint of the learner after every round (\`ftrabit\`); the
+FTR_* with coll/ftrabit and a checkpoint of the learner every $checkpoint_every rounds (\`ftrabit\`); the
 same program with \`FTRABIT_XGB_ENGINE=mpi\`, plain MPI_Allreduce/MPI_Bcast served by
 coll/tuned (\`mpi\`); rabit's own socket engine with xgboost's tracker
 (\`python-package/xgboost/tracker.py\`), what users run today (\`socket\`). Seconds per
@@ -348,6 +361,24 @@ order rotates); medians over the rounds, ratios paired by round.
 EOF
     awk '!/^#/ { printf "| %d | %s (%s-%s) | %s (%s-%s) | %s (%s-%s) | %sx (%s-%s) | %sx (%s-%s) |\n",
                  $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 }' "$dat"
+    cat <<EOF
+
+Where the ftrabit engine's time goes (rank 0, its own clock, \`ftrabit_timing=1\`; medians over
+the rounds of the runs of $NUM_ROUND rounds), in milliseconds per boosting round: in the
+collectives (waiting for the others included), serializing the learner (XGBoost's
+Learner::Save) and FTR_Checkpoint (its copy of the state, the ring exchange of the local
+state, empty here, and MPIX_Comm_agree); the checkpoints taken and the size of the last:
+
+| np | collectives | serializing | FTR_Checkpoint | checkpoints | last checkpoint bytes |
+|---:|---:|---:|---:|---:|---:|
+EOF
+    for np in $NPS; do
+        awk -v np="$np" -v n="$NUM_ROUND" '$1 == np && $2 == "ftrabit" && $4 == n' "$timings" >"$tmp/t-$np"
+        [ -s "$tmp/t-$np" ] || continue
+        # col COLUMN SCALE: the median of the column times SCALE (an awk expression of n)
+        col() { awk -v c="$1" -v n="$NUM_ROUND" "{ print \$c * ($2) }" "$tmp/t-$np" | stats | cut -d' ' -f1; }
+        echo "| $np | $(col 6 1000/n) | $(col 7 1000/n) | $(col 8 1000/n) | $(col 9 1 | cut -d. -f1) | $(col 10 1 | cut -d. -f1) |"
+    done
     cat <<EOF
 
 A killed rank: rank 1's original process SIGKILLs itself in round $KILL_ROUND
@@ -364,6 +395,30 @@ rounds: over the same round's ftrabit time per round at np $KILL_NP.
 |---|---:|---:|---|
 EOF
     awk '!/^#/ { printf "| %s | %s (%s-%s) | %s (%s-%s) | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$kdat"
+    cat <<EOF
+
+Inside the job (the wall-clock stamps \`ftrabit_timing=1\` prints: the kill's message, the
+replacement's return from FTR_Init, its checkpoint loaded), seconds, medians (min-max): from
+the kill to the replacement taking the rank, then to its checkpoint loaded (it starts
+XGBoost as every process does: its part of the data, the DMatrix, round 0 replayed), and
+the two together. The job's extra wall time above also holds the difference in pace of two
+jobs on a loaded machine.
+
+| kill | kill to replacement | replacement to checkpoint loaded | kill to checkpoint loaded | runs |
+|---|---:|---:|---:|---:|
+EOF
+    for k in spare respawn; do
+        for d in "$RAW"/np*-"$k"-r*-n"$NUM_ROUND"; do
+            [ -d "$d" ] || continue
+            cat "$d/out" "$d/err" 2>/dev/null | awk '
+                /killing itself/ { k = $NF } / joined as a replacement at / { j = $NF }
+                / loaded version / { l = $NF }
+                END { if (k != "" && j != "" && l != "") printf "%.3f %.3f %.3f\n", j - k, l - j, l - k }'
+        done >"$tmp/stamps-$k"
+        [ -s "$tmp/stamps-$k" ] || continue
+        med() { cut -d' ' -f"$1" "$tmp/stamps-$k" | stats | awk '{ printf "%s (%s-%s)", $1, $2, $3 }'; }
+        echo "| $k | $(med 1) | $(med 2) | $(med 3) | $(wc -l <"$tmp/stamps-$k") |"
+    done
     cat <<EOF
 
 ## Against the targets of issue 42

@@ -31,8 +31,11 @@ say() { printf '[ompi-bootstrap] %s\n' "$*" >&2; }
 die() { printf '[ompi-bootstrap] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # The configure options are part of the cache key: change them and a new build is made.
+# PMIx and PRRTE are Open MPI's own copies, which our patches change: a system PMIx
+# (libpmix-dev, common where Slurm is) would otherwise be taken, or refused as too old.
 configure_opts=(
     --with-ft=ulfm --with-devel-headers
+    --with-pmix=internal --with-prrte=internal
     --disable-mpi-fortran --disable-oshmem
     --with-hwloc=external --with-libevent=external --with-ofi
     --without-cuda --without-ucx

@@ -6,8 +6,9 @@
  * Every collective XGBoost makes (allreduce: max, min, sum on eight element types;
  * broadcast) is an FTR collective on the communicator FTR_Init returned: a process that
  * dies is replaced, the replacement loads the last checkpoint (the learner, serialized by
- * XGBoost, checkpointed after each boosting round by the patched CLI) and the collectives
- * it repeats are served the bytes the survivors got. Collectives made before the first
+ * XGBoost, handed over after each boosting round by the patched CLI and checkpointed every
+ * ftrabit_checkpoint_every rounds) and the collectives it repeats, those of the rounds since
+ * that checkpoint included, are served the bytes the survivors got. Collectives made before the first
  * checkpoint (loading the data, configuring the learner, the first round) are bootstrap
  * collectives, kept for the whole job, since a replacement makes them again before it loads
  * the checkpoint (docs/xgboost.md).
@@ -24,6 +25,7 @@
 
 #include <climits>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -75,11 +77,40 @@ size_t MaxCount(const Params &params) {
   return n > 0 && n < INT_MAX ? static_cast<size_t>(n) : static_cast<size_t>(INT_MAX);
 }
 
+/* ftrabit_checkpoint_every=K: the learner is serialized and checkpointed after every K-th
+ * boosting round; a replacement replays the rounds since the last checkpoint (at most K-1)
+ * from the survivors' result caches. Serializing the whole learner costs time in proportion
+ * to the model, which grows every round (docs/xgboost.md: its cost measured). */
+constexpr int kDefaultCheckpointEvery = 10;
+
+int CheckpointEvery(const Params &params) {
+  const char *every = params.Get("ftrabit_checkpoint_every");
+  if (every == nullptr) return kDefaultCheckpointEvery;
+  char *end = nullptr;
+  long k = std::strtol(every, &end, 10);
+  if (end == every || *end != '\0' || k < 1 || k > INT_MAX) {
+    utils::Error("ftrabit engine: ftrabit_checkpoint_every=%s: expected a whole number >= 1",
+                 every);
+  }
+  return static_cast<int>(k);
+}
+
+/* Wall-clock seconds spent per kind of work (ftrabit_timing=1 prints them at the end):
+ * where a round's time goes. */
+struct Timing {
+  double collectives{0}, serializing{0}, checkpointing{0}, loading{0};
+  long collective_calls{0}, checkpoints{0};
+  size_t checkpoint_bytes{0};  // the last one
+};
+
+double Now() { return MPI_Wtime(); }
+
 /* ftrabit_test_kill=R:ROUND:WHERE[,R:ROUND:WHERE...] (for tests): the original process of
  * rank R kills itself (SIGKILL) in boosting round ROUND (0 is the first), WHERE being
  * `round` (at its third collective; round 0 counts from the start, data loading included)
  * or `checkpoint` (after serializing the learner, right before FTR_Checkpoint: the others
- * find it dead inside the checkpoint). Replacements never do. */
+ * find it dead inside the checkpoint; only a round followed by a checkpoint has one).
+ * Replacements never do. */
 struct TestKill {
   int rank, round;
   bool in_checkpoint;
@@ -154,6 +185,8 @@ class FtrabitEngine : public IEngine {
     if (!plain_mpi_ && !Replayable(params)) {
       return false;
     }
+    max_count_ = MaxCount(params);
+    checkpoint_every_ = CheckpointEvery(params);  // refused before MPI starts
     args_ = ProcessArguments();
     for (auto &a : args_) arg_ptrs_.push_back(&a[0]);
     arg_ptrs_.push_back(nullptr);
@@ -173,11 +206,18 @@ class FtrabitEngine : public IEngine {
     if (origin == FTR_ORIGIN_ORIGINAL) kills_ = TestKills(params);
     const char *verbose = params.Get("ftrabit_verbose");
     verbose_ = verbose != nullptr && std::atoi(verbose) > 0;
-    max_count_ = MaxCount(params);
+    const char *timing = params.Get("ftrabit_timing");
+    timing_on_ = timing != nullptr && std::atoi(timing) > 0;
+    if (timing_on_) {
+      utils::Printf("ftrabit engine: rank %d %s at %.6f", GetRank(),
+                    origin == FTR_ORIGIN_ORIGINAL ? "started" : "joined as a replacement",
+                    WallClock());
+    }
     return true;
   }
 
   bool Shutdown() {
+    if (timing_on_) PrintTiming();
     if (plain_mpi_) {
       MPI_Comm_free(&world_);
       return MPI_Finalize() == MPI_SUCCESS;
@@ -202,6 +242,7 @@ class FtrabitEngine : public IEngine {
       MaybeDie(false);
       void *chunk = bytes + first * type_nbytes;
       int c = static_cast<int>(n), err;
+      double start = Now();
       if (plain_mpi_) {
         err = MPI_Allreduce(MPI_IN_PLACE, chunk, c, type, mpi_op, world_);
       } else if (bootstrap_) {
@@ -209,6 +250,7 @@ class FtrabitEngine : public IEngine {
       } else {
         err = FTR_Allreduce(chunk, c, type, mpi_op, &world_);
       }
+      Counted(start);
       Check(err, "allreduce");
     }
   }
@@ -228,6 +270,7 @@ class FtrabitEngine : public IEngine {
       Log("broadcast", n, 1, root);
       MaybeDie(false);
       int c = static_cast<int>(n), err;
+      double start = Now();
       if (plain_mpi_) {
         err = MPI_Bcast(bytes + first, c, MPI_BYTE, root, world_);
       } else if (bootstrap_) {
@@ -235,6 +278,7 @@ class FtrabitEngine : public IEngine {
       } else {
         err = FTR_Bcast(bytes + first, c, MPI_BYTE, root, &world_);
       }
+      Counted(start);
       Check(err, "broadcast");
     }
   }
@@ -249,8 +293,10 @@ class FtrabitEngine : public IEngine {
     AllreduceTyped(buf, 1, total_size, mpi::kUChar, mpi::kBitwiseOR, nullptr, nullptr);
   }
 
+  /* Returns the boosting rounds done at the checkpoint loaded (0: a fresh start). */
   int LoadCheckPoint(Serializable *global_model, Serializable *local_model) override {
     if (plain_mpi_) return 0;
+    double start = Now();
     void *global = nullptr, *local = nullptr;
     size_t global_size = 0, local_size = 0;
     int version = 0;
@@ -262,40 +308,57 @@ class FtrabitEngine : public IEngine {
     std::unique_ptr<void, decltype(&std::free)> own_global(global, &std::free);
     std::unique_ptr<void, decltype(&std::free)> own_local(local, &std::free);
     if (version > 0) {
-      utils::MemoryFixSizeBuffer global_in(global, global_size);
+      int rounds = ftrabit_xgb_header_read(static_cast<unsigned char *>(global), global_size);
+      if (rounds < 1) {
+        utils::Error("ftrabit engine: checkpoint version %d (%zu bytes) is not a learner this "
+                     "engine checkpointed", version, global_size);
+      }
+      utils::MemoryFixSizeBuffer global_in(static_cast<char *>(global) + FTRABIT_XGB_HEADER_SIZE,
+                                           global_size - FTRABIT_XGB_HEADER_SIZE);
       global_model->Load(&global_in);
       if (local_model != nullptr) {
         utils::MemoryFixSizeBuffer local_in(local, local_size);
         local_model->Load(&local_in);
       }
-      if (verbose_) {
-        utils::Printf("ftrabit engine: rank %d loaded version %d (%zu + %zu bytes)",
-                      GetRank(), version, global_size, local_size);
+      if (verbose_ || timing_on_) {
+        utils::Printf("ftrabit engine: rank %d loaded version %d, after round %d (%zu + %zu "
+                      "bytes) in %.3f s, at %.6f", GetRank(), version, rounds - 1, global_size,
+                      local_size, Now() - start, WallClock());
       }
-      rounds_done_ = version;
+      rounds_done_ = rounds;
       collectives_in_round_ = 0;
     }
-    return version;
+    timing_.loading += Now() - start;
+    return version > 0 ? rounds_done_ : 0;
   }
 
+  /* Called after every boosting round: the round is done; every checkpoint_every_ rounds
+   * the learner is checkpointed. */
   void CheckPoint(const Serializable *global_model, const Serializable *local_model) override {
-    if (plain_mpi_) {
-      ++plain_versions_;
+    if (plain_mpi_ || !ftrabit_xgb_checkpoint_due(rounds_done_ + 1, checkpoint_every_)) {
+      RoundDone();
       return;
     }
-    std::string global, local;
+    double start = Now();
+    std::string global(FTRABIT_XGB_HEADER_SIZE, '\0'), local;
+    ftrabit_xgb_header_write(reinterpret_cast<unsigned char *>(&global[0]), rounds_done_ + 1);
     utils::MemoryBufferStream global_out(&global);
+    global_out.Seek(FTRABIT_XGB_HEADER_SIZE);
     global_model->Save(&global_out);
     if (local_model != nullptr) {
       utils::MemoryBufferStream local_out(&local);
       local_model->Save(&local_out);
     }
+    double serialized = Now();
     MaybeDie(true);
     Check(FTR_Checkpoint(&world_, global.data(), global.size(), local.data(), local.size()),
           "checkpoint");
+    timing_.serializing += serialized - start;
+    timing_.checkpointing += Now() - serialized;
+    timing_.checkpoints++;
+    timing_.checkpoint_bytes = global.size() + local.size();
     bootstrap_ = false;
-    ++rounds_done_;
-    collectives_in_round_ = 0;
+    RoundDone();
   }
 
   /* The deprecated forms, without a model: the version, and a checkpoint of nothing,
@@ -305,12 +368,8 @@ class FtrabitEngine : public IEngine {
     utils::Error("ftrabit engine: a checkpoint needs the model (rabit::CheckPoint(model))");
   }
 
-  int VersionNumber() const override {
-    if (plain_mpi_) return plain_versions_;
-    int version = 0;
-    FTR_Version(world_, &version);
-    return version;
-  }
+  /* The rounds handed to CheckPoint (or loaded): rabit counted a version per call. */
+  int VersionNumber() const override { return rounds_done_; }
   int GetRingPrevRank() const override {
     return (GetRank() + GetWorldSize() - 1) % GetWorldSize();
   }
@@ -362,14 +421,39 @@ class FtrabitEngine : public IEngine {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 
+  void RoundDone() {
+    ++rounds_done_;
+    collectives_in_round_ = 0;
+  }
+
+  void Counted(double start) {
+    timing_.collectives += Now() - start;
+    timing_.collective_calls++;
+  }
+
+  static double WallClock() {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+
+  void PrintTiming() const {
+    utils::Printf("ftrabit engine: rank %d timing: %d rounds; collectives %.3f s (%ld calls); "
+                  "serializing the learner %.3f s, FTR_Checkpoint %.3f s (%ld checkpoints, the "
+                  "last %zu bytes); loading %.3f s; ended at %.6f", GetRank(), rounds_done_,
+                  timing_.collectives, timing_.collective_calls, timing_.serializing,
+                  timing_.checkpointing, timing_.checkpoints, timing_.checkpoint_bytes,
+                  timing_.loading, WallClock());
+  }
+
   void MaybeDie(bool in_checkpoint) {
     if (!in_checkpoint) ++collectives_in_round_;
     for (const TestKill &k : kills_) {
       if (k.rank == GetRank() && k.round == rounds_done_ && k.in_checkpoint == in_checkpoint &&
           (in_checkpoint || collectives_in_round_ == 3)) {
         std::fprintf(stderr, "ftrabit engine: rank %d killing itself in round %d%s "
-                             "(ftrabit_test_kill)\n", k.rank, k.round,
-                     in_checkpoint ? ", in its checkpoint" : "");
+                             "(ftrabit_test_kill) at %.6f\n", k.rank, k.round,
+                     in_checkpoint ? ", in its checkpoint" : "", WallClock());
         std::fflush(stderr);
         std::raise(SIGKILL);
       }
@@ -388,10 +472,12 @@ class FtrabitEngine : public IEngine {
   bool plain_mpi_{false};
   bool bootstrap_{true};  // until the first load or checkpoint, as FTR's bootstrap phase
   bool verbose_{false};
+  bool timing_on_{false};
   size_t max_count_{INT_MAX};
-  int plain_versions_{0};
-  int rounds_done_{0};            // checkpoints taken or loaded: the round under way
+  int checkpoint_every_{kDefaultCheckpointEvery};
+  int rounds_done_{0};            // rounds handed to CheckPoint or loaded: the round under way
   int collectives_in_round_{0};   // since the last of them
+  Timing timing_;
   std::vector<TestKill> kills_;
   std::vector<std::string> args_;
   std::vector<char *> arg_ptrs_;

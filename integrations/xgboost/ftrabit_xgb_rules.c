@@ -2,6 +2,8 @@
  * ompi-resilience: XGBoost on libftrabit, the engine's pure decisions (see the header).
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,4 +102,34 @@ void ftrabit_xgb_chunk(size_t count, size_t max, size_t i, size_t *first, size_t
 {
     *first = i * max;
     *n = count - *first < max ? count - *first : max;
+}
+
+int ftrabit_xgb_checkpoint_due(int rounds_done, int every)
+{
+    return rounds_done > 0 && every > 0 && 0 == rounds_done % every;
+}
+
+/* "FXGB", then the rounds done as 4 bytes little-endian. */
+static const unsigned char ftrabit_xgb_magic[4] = {'F', 'X', 'G', 'B'};
+
+void ftrabit_xgb_header_write(unsigned char *header, int rounds_done)
+{
+    uint32_t r = (uint32_t) rounds_done;
+    memcpy(header, ftrabit_xgb_magic, sizeof(ftrabit_xgb_magic));
+    for (int i = 0; i < 4; i++) {
+        header[4 + i] = (unsigned char) (r >> (8 * i));
+    }
+}
+
+int ftrabit_xgb_header_read(const unsigned char *bytes, size_t size)
+{
+    uint32_t r = 0;
+    if (size < FTRABIT_XGB_HEADER_SIZE
+        || 0 != memcmp(bytes, ftrabit_xgb_magic, sizeof(ftrabit_xgb_magic))) {
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        r |= (uint32_t) bytes[4 + i] << (8 * i);
+    }
+    return r > INT_MAX ? -1 : (int) r;
 }

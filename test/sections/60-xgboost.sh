@@ -92,30 +92,53 @@ xgb_same_model() {
     fi
 }
 
-# Respawn (the default): one rank killed inside a round, one while the others are in the
-# checkpoint, rank 0 (it saves the model), two at once, one before the first checkpoint
-# (round 0 is replayed from the bootstrap collectives), one twice.
+# Respawn (the default). The learner is checkpointed after rounds 9 and 19 (every 10
+# rounds, ftrabit_checkpoint_every): a rank killed inside round 7 (before the first
+# checkpoint: rounds 1-7 replayed from the result caches, round 0 from the bootstrap
+# collectives), one in round 13 (rounds 10-13 replayed after the checkpoint), one while the
+# others are in the checkpoint, rank 0 (it saves the model), two at once, one in round 0.
+# With a checkpoint after every round (ftrabit_checkpoint_every=1), a rank killed in round 7.
 xgb_same_model xgboost/kill-in-round/np4 4 4 "1:7:round"
-xgb_same_model xgboost/kill-in-checkpoint/np4 4 4 "2:7:checkpoint"
-xgb_same_model xgboost/kill-rank0/np4 4 4 "0:7:round"
-xgb_same_model xgboost/kill-two-at-once/np4 4 4 "1:7:round,3:7:round"
+xgb_same_model xgboost/kill-between-checkpoints/np4 4 4 "1:13:round"
+xgb_same_model xgboost/kill-in-checkpoint/np4 4 4 "2:9:checkpoint"
+xgb_same_model xgboost/kill-rank0/np4 4 4 "0:12:round"
+xgb_same_model xgboost/kill-two-at-once/np4 4 4 "1:15:round,3:15:round"
 xgb_same_model xgboost/kill-in-round-0/np4 4 4 "2:0:round"
+xgb_same_model xgboost/checkpoint-every-round/np4 4 4 "1:7:round" -- ftrabit_checkpoint_every=1
 # Warm spares: 5 processes train on 4 ranks; the spare takes the dead rank.
-xgb_same_model xgboost/spare-takes-over/np5 4 5 "3:7:round" --mca coll_ftrabit_spares 1
+xgb_same_model xgboost/spare-takes-over/np5 4 5 "3:13:round" --mca coll_ftrabit_spares 1
 # Collectives cut into several of at most 1000 elements (as counts above INT_MAX are).
 xgb_same_model xgboost/chunked-collectives/np4 4 4 "1:7:round" -- ftrabit_test_max_count=1000
 
+# The engine's kill parameter counts rounds on plain MPI too (FTRABIT_XGB_ENGINE=mpi, the
+# benchmark's baseline, which survives nothing): the process dies in the round asked for.
+xgb_plain_mpi_kill() {
+    local log=$logs/xgboost-plain-mpi-kill.log
+    FTRABIT_XGB_ENGINE=mpi xgb_train "$log" 2 "1:5:round" -x FTRABIT_XGB_ENGINE --mca coll ^ftrabit
+    cat "$log"
+    [ "$timed_out" = 0 ] && [ -z "$xgb_sha" ] \
+        && grep -aq "rank 1 killing itself in round 5 " "$log"
+}
+selected xgboost/plain-mpi-kill && xgb_ready xgboost/plain-mpi-kill \
+    && check xgboost/plain-mpi-kill xgb_plain_mpi_kill
+
 # A training a replacement could not replay the same is refused before it starts, with a
 # message saying what to set.
+# xgb_refuses NAME MESSAGE PARAMETER: the training with PARAMETER saves nothing and says
+# MESSAGE.
 xgb_refuses() {
     local log=$logs/xgboost-refuses-$1.log
-    shift
-    xgb_train "$log" 2 "" -- "$@"
+    xgb_train "$log" 2 "" -- "$3"
     cat "$log"
-    [ "$timed_out" = 0 ] && [ "$rc" != 0 ] && [ -z "$xgb_sha" ] \
-        && grep -aq "ftrabit engine: this training cannot be replayed" "$log"
+    [ "$timed_out" = 0 ] && [ "$rc" != 0 ] && [ -z "$xgb_sha" ] && grep -aq "$2" "$log"
 }
+unreplayable="ftrabit engine: this training cannot be replayed"
 for case in "nthread nthread=0" "colsample colsample_bytree=0.5" "subsample subsample=0.8"; do
     name=xgboost/refuses-${case%% *}
-    selected "$name" && xgb_ready "$name" && check "$name" xgb_refuses $case
+    selected "$name" && xgb_ready "$name" \
+        && check "$name" xgb_refuses "${case%% *}" "$unreplayable" "${case#* }"
 done
+# A checkpoint interval that is no whole number >= 1.
+selected xgboost/refuses-checkpoint-every && xgb_ready xgboost/refuses-checkpoint-every \
+    && check xgboost/refuses-checkpoint-every xgb_refuses checkpoint-every \
+        "ftrabit_checkpoint_every=0: expected a whole number >= 1" ftrabit_checkpoint_every=0

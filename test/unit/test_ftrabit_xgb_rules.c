@@ -115,6 +115,37 @@ static void chunks_cover_the_count(void)
     CHECK(4 == ftrabit_xgb_chunks((size_t) 3 * INT_MAX + 5, (size_t) INT_MAX));
 }
 
+/* A checkpoint every `every` rounds, never before the first round, and none with every < 1. */
+static void checkpoints_every_k_rounds(void)
+{
+    int taken = 0;
+    for (int r = 0; r <= 100; r++) {
+        taken += ftrabit_xgb_checkpoint_due(r, 10);
+    }
+    CHECK(10 == taken);
+    CHECK(!ftrabit_xgb_checkpoint_due(0, 1) && ftrabit_xgb_checkpoint_due(1, 1));
+    CHECK(ftrabit_xgb_checkpoint_due(7, 7) && !ftrabit_xgb_checkpoint_due(8, 7));
+    CHECK(!ftrabit_xgb_checkpoint_due(5, 0) && !ftrabit_xgb_checkpoint_due(5, -1));
+}
+
+/* The round survives the header both ways; anything else is not read as one. */
+static void the_header_says_the_round(void)
+{
+    unsigned char h[FTRABIT_XGB_HEADER_SIZE + 1];
+    int rounds[] = {0, 1, 255, 256, 65537, INT_MAX};
+    for (int i = 0; i < N(rounds); i++) {
+        ftrabit_xgb_header_write(h, rounds[i]);
+        CHECK(rounds[i] == ftrabit_xgb_header_read(h, FTRABIT_XGB_HEADER_SIZE));
+        CHECK(-1 == ftrabit_xgb_header_read(h, FTRABIT_XGB_HEADER_SIZE - 1));
+    }
+    ftrabit_xgb_header_write(h, 3);
+    h[0] = '{'; /* a learner serialized without our header */
+    CHECK(-1 == ftrabit_xgb_header_read(h, sizeof(h)));
+    ftrabit_xgb_header_write(h, 3);
+    h[7] = 0x80; /* above INT_MAX */
+    CHECK(-1 == ftrabit_xgb_header_read(h, sizeof(h)));
+}
+
 int main(void)
 {
     RUN(the_last_value_given_wins);
@@ -124,5 +155,7 @@ int main(void)
     RUN(random_feature_selection_needs_a_seed_per_iteration);
     RUN(a_long_message_is_cut_not_overrun);
     RUN(chunks_cover_the_count);
+    RUN(checkpoints_every_k_rounds);
+    RUN(the_header_says_the_round);
     UNIT_EXIT();
 }
