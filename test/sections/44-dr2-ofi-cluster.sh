@@ -54,7 +54,7 @@ in_cluster check cluster/dr2-nic-near-first dr2_nic_near_first
 in_cluster check cluster/dr2-nic-near-cut-far-takes-over dr2_nic_near_cut
 # Not in CI yet (each runs only when named: scripts/test.sh NAME): either network cut under
 # the stream hung it. netb cut: MPI_Send waited for ever for segments the sockets provider
-# held (fixed in send_flush_locked; 3 runs of 4 passed, the other hung in a 64 KiB send
+# held (fixed in send_flush_locked; 4 runs of 5 passed, the other hung in a 64 KiB send
 # waiting for its message to leave the stuck ofi path). neta cut: it fails over (both tcp
 # paths down within 6 s), then the stream stops on the ofi path alone. docs/dr2-ofi.md.
 for net in netb neta; do
