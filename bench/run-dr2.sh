@@ -20,6 +20,11 @@
 #         default, which caps dr2's fragments) is raised to fit the fragment and its header
 #   loss  dr2 crc32c on sm with pml_dr2_inject_drop DROPS (segments dropped between dr2
 #         and the BTL, resent by dr2): bandwidth under loss
+#   ofi   --mca btl ofi,self (libfabric on loopback; not in the default PARTS): ob1 and dr2
+#         (crc32c, its default on ofi) over the sockets provider and over udp;ofi_rxd, and
+#         dr2 over sockets with btl_ofi_max_send_size 65536 (Open MPI patch 0032; without
+#         it btl/ofi sends 4 KiB whatever it is told). bench/run-dr2-ofi.sh runs this part
+#         into a dated report.
 # All runs of all parts are interleaved: every round runs each configuration once, the
 # order rotating every round so that machine noise and drift hit all alike. Per size, a
 # run's one-way time is NetPIPE's (the best of its trials of an MPI_Send / MPI_Recv
@@ -29,10 +34,11 @@
 # "Anomalies" in dr2.md; other failed runs are listed and left out.
 #
 # Writes, under OUT (default docs/bench; QUICK: BUILD/bench-quick):
-#   dr2-sm.dat dr2-tcp.dat dr2-frag.dat dr2-loss.dat   medians per size
+#   dr2-sm.dat dr2-tcp.dat dr2-frag.dat dr2-loss.dat dr2-ofi.dat   medians per size
 #   dr2-bw.png     bandwidth against size (sm, dr2/ob1 ratio on sm, tcp)
 #   dr2-lat.png    latency of small messages (sm, tcp) and the ratio on sm
 #   dr2-frag.png   bandwidth for each fragment size    dr2-loss.png  bandwidth under loss
+#   dr2-ofi.png    bandwidth over btl/ofi
 #   dr2.md, dr2.txt  the tables (markdown, text) and the targets
 # Raw output of every run goes to RAW (default BUILD/bench-logs/dr2, QUICK: dr2-quick).
 #
@@ -253,6 +259,10 @@ TCP=(--mca btl "tcp,self")
 # Every smsc component 5.0.7 has (ompi_info lists those that were built): with none, btl/sm
 # has no single-copy path and copies in and out of its shared segment.
 CICO=(--mca smsc "^cma,knem,xpmem")
+# btl/ofi leaves sockets, tcp and udp out unless told; mode 1: sends only (what dr2 uses)
+OFI=(--mca btl "ofi,self" --mca btl_ofi_provider_exclude none --mca btl_ofi_mode 1)
+OFI_SOCKETS=(-x FI_PROVIDER=sockets -x FI_SOCKETS_IFACE=lo)
+OFI_RXD=(-x "FI_PROVIDER=udp;ofi_rxd" -x FI_UDP_IFACE=lo)
 bw_min=16384
 if has_part sm; then
     add_config sm-ob1 8 "ob1" --mca pml ob1 "${SM[@]}"
@@ -282,7 +292,15 @@ if has_part loss; then
             --mca pml_dr2_checksum crc32c
     done
 fi
-((${#configs[@]})) || die "PARTS='$PARTS' names no part (sm tcp frag loss)"
+if has_part ofi; then
+    add_config ofi-ob1-sockets 8 "ob1 sockets" --mca pml ob1 "${OFI[@]}" "${OFI_SOCKETS[@]}"
+    add_config ofi-dr2-sockets 8 "dr2 sockets" --mca pml dr2 "${OFI[@]}" "${OFI_SOCKETS[@]}"
+    add_config ofi-dr2-sockets-64k 8 "dr2 sockets, 64 KiB sends" --mca pml dr2 "${OFI[@]}" \
+        "${OFI_SOCKETS[@]}" --mca btl_ofi_max_send_size 65536
+    add_config ofi-ob1-rxd 8 "ob1 udp;ofi_rxd" --mca pml ob1 "${OFI[@]}" "${OFI_RXD[@]}"
+    add_config ofi-dr2-rxd 8 "dr2 udp;ofi_rxd" --mca pml dr2 "${OFI[@]}" "${OFI_RXD[@]}"
+fi
+((${#configs[@]})) || die "PARTS='$PARTS' names no part (sm tcp frag loss ofi)"
 nconf=${#configs[@]}
 
 # run TAG LOG: one benchmark run, its table normalised to "bytes usec_one_way Gbit/s" in LOG.
@@ -679,6 +697,14 @@ if has_part frag; then
     plot_family "$OUT/dr2-frag.dat" "$OUT/dr2-frag.png" lin "pml dr2 (crc32c) on btl sm: fragment size (pml_dr2_frag_size)" \
         sm-ob1-cico "${frag_tags[@]}"
 fi
+if has_part ofi; then
+    ofi_tags=(ofi-ob1-sockets ofi-dr2-sockets ofi-dr2-sockets-64k ofi-ob1-rxd ofi-dr2-rxd)
+    aggregate ofi-ob1-sockets "${ofi_tags[@]}" >"$OUT/dr2-ofi.dat"
+    table "$OUT/dr2-ofi.dat" "btl ofi (loopback; ratios to ob1 over sockets)" ofi-ob1-sockets "${ofi_tags[@]}"
+    aggregate ofi-ob1-rxd ofi-ob1-rxd ofi-dr2-rxd >"$OUT/dr2-ofi-rxd.dat"
+    table "$OUT/dr2-ofi-rxd.dat" "btl ofi over udp;ofi_rxd (loopback; ratios to ob1 over it)" ofi-ob1-rxd ofi-ob1-rxd ofi-dr2-rxd
+    plot_family "$OUT/dr2-ofi.dat" "$OUT/dr2-ofi.png" log "pml dr2 and ob1 over btl ofi (loopback)" "${ofi_tags[@]}"
+fi
 if has_part loss; then
     loss_tags=()
     for d in $DROPS; do loss_tags+=("$(drop_tag "$d")"); done
@@ -780,6 +806,7 @@ EOF
     has_part sm || has_part tcp && printf '![bandwidth](dr2-bw.png)\n\n![latency](dr2-lat.png)\n\n'
     has_part frag && printf '![fragment size](dr2-frag.png)\n\n'
     has_part loss && printf '![loss](dr2-loss.png)\n\n'
+    has_part ofi && printf '![btl ofi](dr2-ofi.png)\n\n'
     printf 'Tables: time in µs (one way), bandwidth in Gbit/s, medians; also as text in dr2.txt\n'
     printf 'and per size in the dr2-*.dat files.\n'
     cat "$tables_md"

@@ -1,6 +1,6 @@
 # Sourced by test/run-tests.sh (see there for the helpers: unit, mpi, check, ft_run, ...).
 # pml/dr2 over btl/ofi (libfabric) on one host, with the providers a machine without special
-# NICs has: sockets and udp under ofi_rxd (btl/ofi refuses tcp under ofi_rxm); alone and
+# NICs has: sockets, udp under ofi_rxd and tcp under ofi_rxm (Open MPI patch 0031); alone and
 # beside btl/tcp, under injected faults (docs/dr2-ofi.md). The cluster blocks are in
 # 44-dr2-ofi-cluster.sh.
 
@@ -24,14 +24,15 @@ ofi_unavailable() {
     fi
 }
 
-# with_ofi PROVIDER TEST ARGS...: TEST (mpi or check, with their usual arguments), skipped
-# with the reason where libfabric's PROVIDER cannot run.
+# with_ofi PROVIDER TEST ARGS...: TEST (mpi or check, with their usual arguments, or either
+# under in_cluster), skipped with the reason where libfabric's PROVIDER cannot run.
 with_ofi() {
     local provider=$1 name why
     shift
     case "$1" in
         mpi) name=$(mpi_test_name "$2" "$3") ;;
         check) name=$2 ;;
+        in_cluster) [ "$2" = mpi ] && name=$(mpi_test_name "$3" "$4") || name=$3 ;;
     esac
     selected "$name" || return 0
     if why=$(ofi_unavailable "$provider"); then skip "$name" "$why"; return 0; fi
@@ -43,6 +44,8 @@ with_ofi() {
 # sender (btl/ofi delivers without the endpoint a segment came from).
 with_ofi sockets mpi dr2/ofi-sockets 3 pass test/mpi/dr2_stress "${DR2_OFI[@]}" "${OFI_SOCKETS[@]}" -- 2
 with_ofi "udp;ofi_rxd" mpi dr2/ofi-udp-rxd 2 pass test/mpi/dr2_stress "${DR2_OFI[@]}" "${OFI_UDP[@]}" -- 2
+# ofi_rxm: btl/ofi refused it ("unable to reach each other") before Open MPI patch 0031
+with_ofi "tcp;ofi_rxm" mpi dr2/ofi-tcp-rxm 2 pass test/mpi/dr2_stress "${DR2_OFI[@]}" "${OFI_TCP[@]}" -- 2
 # injected loss, corruption and duplicates between dr2 and btl/ofi, all repaired
 with_ofi sockets mpi dr2/ofi-sockets-faults5 3 pass test/mpi/dr2_stress "${DR2_OFI[@]}" \
     "${OFI_SOCKETS[@]}" "${FAULTS5[@]}" -- 2 expect-faults
@@ -74,3 +77,24 @@ dr2_ofi_beside_tcp() {
     [ "$(grep -acE "pml:dr2: path [01]: fragments sent [1-9]" "$log")" = 4 ]
 }
 with_ofi sockets check dr2/ofi-beside-tcp dr2_ofi_beside_tcp
+
+# Fragments of the size asked: with btl_ofi_max_send_size 65536 btl/ofi offers dr2 segments
+# of 64 KiB (less dr2's FROM header; verbose 10, each process for its peer) and every byte of
+# the random messages arrives. btl/ofi sent 4 KiB whatever the variable said before Open MPI
+# patch 0032.
+dr2_ofi_frag_size() {
+    local rc timed_out log=$logs/dr2-ofi-frag-size-run.log
+    run_timed "$timeout_s" "$log" "${mpirun[@]}" "${DR2_OFI[@]}" "${OFI_SOCKETS[@]}" \
+        --mca btl_ofi_max_send_size 65536 --mca pml_dr2_verbose 10 -np 2 "$build/test/mpi/dr2_stress" 1
+    grep -a "btl ofi (" "$log"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && grep -aq "^mpitest .*: np 2: PASS" "$log" \
+        && [ "$(grep -acE "btl ofi \(eager 65[0-9]{3}, max send 65[0-9]{3}," "$log")" = 2 ]
+}
+with_ofi sockets check dr2/ofi-frag-size dr2_ofi_frag_size
+
+# A rank killed while another streams to it over btl/ofi (ft_tcp_peer_killed, three times
+# with a fresh pair): the survivors get MPIX_ERR_PROC_FAILED, shrink and go on. btl/ofi
+# ended the survivor itself (exit 1, "BTL OFI will now abort") on the failed completion of
+# a send to the dead rank before Open MPI patch 0030.
+with_ofi sockets mpi dr2/ofi-ulfm-peer-killed 4 pass test/mpi/ft_tcp_peer_killed \
+    "${DR2_OFI[@]}" "${OFI_SOCKETS[@]}" "${FT[@]}" --mca coll ^ftrabit -- 1048576 3

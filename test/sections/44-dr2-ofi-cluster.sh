@@ -1,10 +1,26 @@
 # Sourced by test/run-tests.sh (see there for the helpers: unit, mpi, check, ft_run, ...).
-# pml/dr2 across hosts: paths chosen by where their NIC is (hwloc). The jobs are
+# pml/dr2 across hosts: over btl/tcp and btl/ofi side by side, and paths chosen by where
+# their NIC is (hwloc). The jobs are
 # 41-dr2-paths.sh's (dr2_paths_job: test/mpi/dr2_paths between h0 and h1, every byte checked).
 
-# Not here: dr2 over btl/ofi beside btl/tcp across the hosts. Striped (sockets provider on
-# netb, btl/tcp on neta) it passed but took about 2 minutes under load; with either network
-# cut it hung (docs/dr2-ofi.md). dr2/ofi-beside-tcp (33-dr2-ofi.sh) stripes on one host.
+# ---- dr2 over btl/tcp on neta and btl/ofi (sockets provider) on netb -----------------------
+# Each rank reaches the other by a tcp path and an ofi path (dr2 gives btl/tcp the
+# exclusivity of btl/ofi): the stream is striped over both, and either network cut under it
+# leaves the other carrying it (dr2_paths cut: a path went down, every byte checked).
+dr2_ofi_job() { # LABEL MODE [FAULT-CMD...]
+    local label=$1 mode=$2
+    local DR2_PATHS=(--mca pml dr2 --mca btl tcp,ofi,self --mca btl_tcp_if_include neta
+        --mca btl_ofi_provider_exclude none --mca btl_ofi_mode 1
+        -x FI_PROVIDER=sockets -x FI_SOCKETS_IFACE=netb)
+    shift 2
+    dr2_paths_job "$label" "$mode" "$@"
+}
+
+dr2_ofi_cut() { # NET: NET cut on h1 under the stream; the other network carries the rest
+    local rc timed_out log
+    dr2_ofi_job "ofi-cut-$1" cut -- cluster_cut h1 "$1"
+    [ "$timed_out" = 0 ] && [ "$rc" = 0 ] && both_passed cut
+}
 
 # ---- paths by NIC locality ----------------------------------------------------------------
 # The hosts as nodes with two sockets and a NIC on each (test/topology: neta local to the
@@ -36,3 +52,13 @@ dr2_nic_near_cut() {
 
 in_cluster check cluster/dr2-nic-near-first dr2_nic_near_first
 in_cluster check cluster/dr2-nic-near-cut-far-takes-over dr2_nic_near_cut
+# Not in CI yet (each runs only when named: scripts/test.sh NAME): either network cut under
+# the stream hung it. netb cut: MPI_Send waited for ever for segments the sockets provider
+# held (fixed in send_flush_locked; 4 runs of 5 passed, the other hung in a 64 KiB send
+# waiting for its message to leave the stuck ofi path). neta cut: it fails over (both tcp
+# paths down within 6 s), then the stream stops on the ofi path alone. docs/dr2-ofi.md.
+for net in netb neta; do
+    if [ "$filter" = "cluster/dr2-ofi-$net-cut" ]; then
+        with_ofi sockets in_cluster check "cluster/dr2-ofi-$net-cut" dr2_ofi_cut "$net"
+    fi
+done

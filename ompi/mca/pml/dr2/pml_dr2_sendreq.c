@@ -407,9 +407,17 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
 
 /* Has everything for `peer` gone to its transports: no fragment waiting in our queues, and
  * every path that is up completed the descriptors it had been handed up to marks[i]? A path
- * that went down had its fragments rerouted; a failed peer has nothing more to wait for. */
+ * that went down had its fragments rerouted; a failed peer has nothing more to wait for.
+ * Nor is a path waited for whose transport the watchdog gave up on while another path is
+ * up: the ACK timers no longer wait for what it holds (their timeouts take the path down,
+ * and its vfrags are resent on the others). It may hold nothing of a message at all (ACKs, fragments acknowledged since by
+ * their copies on the other path), and then no ACK timeout ever takes it down: btl/ofi's
+ * sockets provider holds the segments it had when its network was cut, for ever, and an
+ * MPI_Send waited here for them until the job was killed. */
 static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
 {
+    bool another_up = mca_pml_dr2_paths_up(peer) > 1;
+
     if (peer->failed || peer->gone || !mca_pml_dr2_peer_proc_active(peer)) {
         return true;
     }
@@ -417,8 +425,9 @@ static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
         return false;
     }
     for (int i = 0; i < peer->npaths; i++) {
-        if (peer->path_state[i].up
-            && !mca_pml_dr2_path_has_sent(&peer->paths[i], marks[i])) {
+        const mca_pml_dr2_path_t *path = &peer->paths[i];
+        if (peer->path_state[i].up && !(path->wdog_expired && another_up)
+            && !mca_pml_dr2_path_has_sent(path, marks[i])) {
             return false;
         }
     }
