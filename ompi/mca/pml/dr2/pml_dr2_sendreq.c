@@ -410,10 +410,10 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
  * that went down had its fragments rerouted; a failed peer has nothing more to wait for.
  * Nor is a path waited for whose transport the watchdog gave up on while another path is
  * up: the ACK timers no longer wait for what it holds (their timeouts take the path down,
- * and its vfrags are resent on the others). It may hold nothing of a message at all (ACKs, fragments acknowledged since by
- * their copies on the other path), and then no ACK timeout ever takes it down: btl/ofi's
- * sockets provider holds the segments it had when its network was cut, for ever, and an
- * MPI_Send waited here for them until the job was killed. */
+ * and its vfrags are resent on the others). It may hold nothing of a message at all (ACKs,
+ * fragments acknowledged since by their copies on the other path), and then no ACK timeout
+ * ever takes it down: btl/ofi's sockets provider holds the segments it had when its network
+ * was cut, for ever, and an MPI_Send waited here for them until the job was killed. */
 static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
 {
     bool another_up = mca_pml_dr2_paths_up(peer) > 1;
