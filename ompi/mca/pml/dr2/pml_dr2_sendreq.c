@@ -416,8 +416,6 @@ int mca_pml_dr2_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
  * was cut, for ever, and an MPI_Send waited here for them until the job was killed. */
 static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
 {
-    bool another_up = mca_pml_dr2_paths_up(peer) > 1;
-
     if (peer->failed || peer->gone || !mca_pml_dr2_peer_proc_active(peer)) {
         return true;
     }
@@ -426,8 +424,8 @@ static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
     }
     for (int i = 0; i < peer->npaths; i++) {
         const mca_pml_dr2_path_t *path = &peer->paths[i];
-        if (peer->path_state[i].up && !(path->wdog_expired && another_up)
-            && !mca_pml_dr2_path_has_sent(path, marks[i])) {
+        if (peer->path_state[i].up && !mca_pml_dr2_path_has_sent(path, marks[i])
+            && !(path->wdog_expired && mca_pml_dr2_paths_up(peer) > 1)) {
             return false;
         }
     }
