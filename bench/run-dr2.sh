@@ -261,7 +261,8 @@ TCP=(--mca btl "tcp,self")
 CICO=(--mca smsc "^cma,knem,xpmem")
 # btl/ofi leaves sockets, tcp and udp out unless told; mode 1: sends only (what dr2 uses)
 OFI=(--mca btl "ofi,self" --mca btl_ofi_provider_exclude none --mca btl_ofi_mode 1)
-OFI_SOCKETS=(-x FI_PROVIDER=sockets -x FI_SOCKETS_IFACE=lo)
+# 4 MiB socket buffers: the provider can stall for good with the default (docs/dr2-ofi.md)
+OFI_SOCKETS=(-x FI_PROVIDER=sockets -x FI_SOCKETS_IFACE=lo -x FI_SOCKETS_MAX_BUF_SZ=4194304)
 OFI_RXD=(-x "FI_PROVIDER=udp;ofi_rxd" -x FI_UDP_IFACE=lo)
 bw_min=16384
 if has_part sm; then

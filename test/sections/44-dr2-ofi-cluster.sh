@@ -11,7 +11,7 @@ dr2_ofi_job() { # LABEL MODE [FAULT-CMD...]
     local label=$1 mode=$2
     local DR2_PATHS=(--mca pml dr2 --mca btl tcp,ofi,self --mca btl_tcp_if_include neta
         --mca btl_ofi_provider_exclude none --mca btl_ofi_mode 1
-        -x FI_PROVIDER=sockets -x FI_SOCKETS_IFACE=netb)
+        -x FI_PROVIDER=sockets -x FI_SOCKETS_IFACE=netb -x FI_SOCKETS_MAX_BUF_SZ=4194304)
     shift 2
     dr2_paths_job "$label" "$mode" "$@"
 }
@@ -52,13 +52,14 @@ dr2_nic_near_cut() {
 
 in_cluster check cluster/dr2-nic-near-first dr2_nic_near_first
 in_cluster check cluster/dr2-nic-near-cut-far-takes-over dr2_nic_near_cut
-# Not in CI yet (each runs only when named: scripts/test.sh NAME): either network cut under
-# the stream hung it. netb cut: MPI_Send waited for ever for segments the sockets provider
-# held (fixed in send_flush_locked; 4 runs of 5 passed, the other hung in a 64 KiB send
-# waiting for its message to leave the stuck ofi path). neta cut: it fails over (both tcp
-# paths down within 6 s), then the stream stops on the ofi path alone. docs/dr2-ofi.md.
-for net in netb neta; do
-    if [ "$filter" = "cluster/dr2-ofi-$net-cut" ]; then
-        with_ofi sockets in_cluster check "cluster/dr2-ofi-$net-cut" dr2_ofi_cut "$net"
-    fi
-done
+# The tcp network cut: the ofi path carries the rest of the stream. It always hung once the
+# ofi path carried it alone, before the sockets provider got its 4 MiB socket buffers
+# (docs/dr2-ofi.md, "The sockets provider's stall").
+with_ofi sockets in_cluster check cluster/dr2-ofi-neta-cut dr2_ofi_cut neta
+# Not in CI yet (runs only when named: scripts/test.sh cluster/dr2-ofi-netb-cut): the ofi
+# network cut under the stream hung it. MPI_Send waited for ever for segments the sockets
+# provider held (fixed in send_flush_locked); since, it still hangs now and then in
+# send_flush_locked on h0, whose ofi path stays up (docs/dr2-ofi.md).
+if [ "$filter" = "cluster/dr2-ofi-netb-cut" ]; then
+    with_ofi sockets in_cluster check cluster/dr2-ofi-netb-cut dr2_ofi_cut netb
+fi
