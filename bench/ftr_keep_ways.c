@@ -13,13 +13,13 @@
  *   mpi         MPI_Allreduce(MPI_IN_PLACE, buf)
  *   floor       mpi, then memcpy(buf -> one other buffer)
  *   ftr         MPI_Allreduce(buf -> kept[i]), memcpy(kept[i] -> buf)   (libftrabit's way
- *               for a contiguous type outside 1-8 MiB: the input survives a failed attempt)
+ *               for a contiguous type outside 2-8 MiB: the input survives a failed attempt)
  *   scratch     MPI_Allreduce(buf -> scratch), memcpy(scratch -> buf), streamed copy
  *               (ftrabit_copy_stream) scratch -> kept[i]
  *   scratch_cp  MPI_Allreduce(buf -> scratch), memcpy(scratch -> buf), memcpy(scratch ->
  *               kept[i]) (ordinary stores for the kept copy)
  *   scratch_2x  MPI_Allreduce(buf -> scratch), then one pass over scratch writing buf and
- *               streaming kept[i] (ftrabit_copy_twice: libftrabit's way from 1 to 8 MiB)
+ *               streaming kept[i] (ftrabit_copy_twice: libftrabit's way from 2 to 8 MiB)
  *   inplace_nt  mpi, then streamed copy buf -> kept[i] (loses the input a retry needs:
  *               shown as the cheapest keeping there is)
  *   inplace_cp  mpi, then memcpy buf -> kept[i] (the same, ordinary stores)

@@ -187,7 +187,7 @@ What FTR_Allreduce does per call (ftrabit_api.c, \`ftrabit_collective\`): for a 
 datatype, MPI reduces from the user's buffer, which it only reads (so a retry after a
 failure starts from the same input, with no copy of it), straight into a buffer borrowed
 from the result pool (ftrabit_pool.c), and the result is copied once into the user's buffer
-(from 1 MiB up to 8 MiB MPI reduces into one reused, cache-hot scratch buffer instead, and
+(from 2 MiB up to 8 MiB MPI reduces into one reused, cache-hot scratch buffer instead, and
 one pass over it writes the user's buffer and streams the pool buffer with non-temporal
 stores: docs/bench/ftr-floor2-2026-11-29.md); on a rank that keeps the result (every rank by default, \`coll_ftrabit_result_replicas\` of
 them otherwise) that buffer becomes the cached result, elsewhere it goes back to the pool at

@@ -3,7 +3,9 @@
  *
  * Every iteration makes four kinds of result, each filled into the cache a different way:
  *   - FTR_Allreduce of one MPI_DOUBLE              (contiguous: reduced straight into a
- *   - FTR_Allreduce of 1 MiB of MPI_DOUBLE          pool buffer, then copied to the user)
+ *   - FTR_Allreduce of 1 MiB of MPI_DOUBLE          pool buffer, then copied to the user;
+ *     (--big-mib: another size)                     from 2 MiB reduced into a scratch
+ *                                                   buffer, then copied to both)
  *   - FTR_Allreduce of a strided vector type, with  (non-contiguous: packed into the pool)
  *     a user-defined sum (Open MPI takes predefined
  *     operations on predefined types only)
@@ -13,9 +15,9 @@
  * the strided buffer are never written. FTR_Checkpoint every EVERY iterations.
  *
  * Options:
- *   --iterations N (12)  --every N (4)
+ *   --iterations N (12)  --every N (4)  --big-mib N (1): the big allreduce's size
  *   --kill R:I[:after-big]  original rank R kills itself (SIGKILL) at iteration I, before
- *                    its first collective there (after-big: right after the 1 MiB allreduce);
+ *                    its first collective there (after-big: right after the big allreduce);
  *                    its replacement replays from the last checkpoint and must be served
  *                    exactly the results checked above (it never dies again). Repeatable.
  *   --memory         check what FTR_Cache_memory reports (runs without --kill): no result
@@ -41,7 +43,8 @@
 
 #include "ftrabit.h"
 
-#define BIG_COUNT (131072)  /* 1 MiB of doubles: a rendezvous message */
+static int big_count = 131072; /* 1 MiB of doubles (--big-mib): a rendezvous message */
+static int big_mib = 1;
 #define STRIDED_COUNT 1000  /* elements of the vector type, every other double */
 #define BCAST_COUNT 2000
 #define HOLE (-7.0)
@@ -61,7 +64,7 @@ static void maybe_die(int it, int after_big)
         if (kills[k].rank == original_rank && kills[k].iteration == it
             && kills[k].after_big == after_big) {
             fprintf(stderr, "ft_results: rank %d killing itself at iteration %d%s\n", rank, it,
-                    after_big ? " after the 1 MiB allreduce" : "");
+                    after_big ? " after the big allreduce" : "");
             fflush(stderr);
             raise(SIGKILL);
         }
@@ -148,15 +151,15 @@ static void one_iteration(MPI_Comm *world, int it, double *big, double *strided,
     ftr_check(FTR_Allreduce(&one, 1, MPI_DOUBLE, MPI_SUM, world), "FTR_Allreduce (8 B)");
     check(one == expected_sum(it, 0), "8-byte allreduce result", it);
 
-    for (int i = 0; i < BIG_COUNT; i++) {
+    for (int i = 0; i < big_count; i++) {
         big[i] = contribution(original_rank, it, i);
     }
-    ftr_check(FTR_Allreduce(big, BIG_COUNT, MPI_DOUBLE, MPI_SUM, world), "FTR_Allreduce (1 MiB)");
+    ftr_check(FTR_Allreduce(big, big_count, MPI_DOUBLE, MPI_SUM, world), "FTR_Allreduce (big)");
     int ok = 1;
-    for (int i = 0; i < BIG_COUNT && ok; i++) {
+    for (int i = 0; i < big_count && ok; i++) {
         ok = big[i] == expected_sum(it, i);
     }
-    check(ok, "1 MiB allreduce result", it);
+    check(ok, "big allreduce result", it);
     maybe_die(it, 1);
 
     for (int i = 0; i < 2 * STRIDED_COUNT; i++) {
@@ -239,6 +242,10 @@ int main(int argc, char **argv)
             iterations = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--every") && i + 1 < argc) {
             every = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--big-mib") && i + 1 < argc) {
+            big_mib = atoi(argv[++i]);
+            bad_usage |= big_mib < 1 || big_mib > 64;
+            big_count = big_mib * 131072;
         } else if (!strcmp(argv[i], "--kill") && i + 1 < argc && nkills < MAX_KILLS) {
             char where[16] = "";
             int n = sscanf(argv[++i], "%d:%d:%15s", &kills[nkills].rank,
@@ -259,7 +266,7 @@ int main(int argc, char **argv)
     if (bad_usage || iterations < 1 || every < 1 || (memory && nkills > 0)
         || (*replay_differs && 0 == nkills)) {
         if (0 == rank) {
-            fprintf(stderr, "usage: ft_results [--iterations N] [--every N] "
+            fprintf(stderr, "usage: ft_results [--iterations N] [--every N] [--big-mib N] "
                             "[--kill R:I[:after-big]... [--replay-differs root|op] | "
                             "--memory REPLICAS]\n");
         }
@@ -267,7 +274,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    double *big = malloc(sizeof(double) * BIG_COUNT);
+    double *big = malloc(sizeof(double) * big_count);
     double *strided = malloc(sizeof(double) * 2 * STRIDED_COUNT);
     int *ints = malloc(sizeof(int) * BCAST_COUNT);
     MPI_Datatype vector;

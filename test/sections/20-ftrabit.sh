@@ -500,6 +500,13 @@ mpi ft/results/replacement-crash-loop-ends 4 \
 # collective 19 is kept by ranks 3 and 0 (np 4, 2 replicas), who die right after it.
 mpi ft/results/keepers-of-last-1MiB-allreduce-die 4 pass test/mpi/ft_results --with-ft ulfm \
     --mca coll_ftrabit_result_replicas 2 -- --kill 3:4:after-big --kill 0:4:after-big
+# A 4 MiB allreduce, whose result is made in a scratch buffer and streamed into the kept
+# one (2-8 MiB, ftrabit_api.c): kept exactly, replayed to a replacement, and its keepers
+# dying right after it.
+mpi ft/results/memory-4MiB 4 pass test/mpi/ft_results --with-ft ulfm -- --memory 0 --big-mib 4
+mpi ft/results/kill-rank1-4MiB 4 pass test/mpi/ft_results --with-ft ulfm -- --kill 1:6 --big-mib 4
+mpi ft/results/keepers-of-last-4MiB-allreduce-die 4 pass test/mpi/ft_results --with-ft ulfm \
+    --mca coll_ftrabit_result_replicas 2 -- --kill 3:4:after-big --kill 0:4:after-big --big-mib 4
 mpi ft/bootstrap-replayed-in-reverse-order 4 pass test/mpi/ft_bootstrap --with-ft ulfm
 mpi ft/bootstrap-mismatch-refused-then-served 4 pass test/mpi/ft_bootstrap --with-ft ulfm \
     -- mismatch

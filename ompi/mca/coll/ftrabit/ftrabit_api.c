@@ -360,9 +360,13 @@ typedef struct {
  * beside the working set, and memcpy into a cached slot beats a streamed copy; from
  * FTRABIT_STAGE_MAX on the working set itself (buffer, scratch, the reduction's half
  * vector) no longer fits, the scratch is cold too, and reducing straight into the slot
- * moves less memory (docs/bench/ftr-floor2-2026-11-29.md). Bounding the sizes also bounds
- * the scratch buffer a communicator holds. */
-#define FTRABIT_STAGE_MIN ((size_t) 1 << 20)
+ * moves less memory. On an idle 2-core VM (np 2, 10 kept results; docs/bench/
+ * ftr-floor3-2026-11-29.md) the direct way was the faster at 1 MiB in every run of both
+ * bench/ftr_keep_ways and bench/run-ftr-overhead.sh, and at 8 MiB in every run of the
+ * latter (the former said the opposite there); from 2 to 4 MiB run-to-run noise (1.10-1.49x
+ * the floor for the same code) was larger than any difference. Bounding the sizes also
+ * bounds the scratch buffer a communicator holds. */
+#define FTRABIT_STAGE_MIN ((size_t) 2 << 20)
 #define FTRABIT_STAGE_MAX ((size_t) 8 << 20)
 
 static inline int ftrabit_stages_result(size_t len)
