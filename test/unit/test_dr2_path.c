@@ -266,6 +266,27 @@ static void down_paths_take_nothing(void)
     CHECK(pml_dr2_path_pick(paths, 0, 1000) == -1);
 }
 
+/* Fragments that a stuck path's transport would hold go to another up path, standing by
+ * or not, never to an avoided one; none if every other path is down or avoided. */
+static void a_stuck_path_is_avoided(void)
+{
+    pml_dr2_path_state_t paths[3];
+
+    for (int i = 0; i < 3; i++) {
+        pml_dr2_path_init(&paths[i], &params);
+    }
+    pml_dr2_path_assign(&paths[1], 5000);
+    CHECK(pml_dr2_path_pick_avoiding(paths, 3, 1000, 1u << 0) == 2); /* the less loaded */
+    CHECK(pml_dr2_path_pick_avoiding(paths, 3, 1000, (1u << 0) | (1u << 2)) == 1);
+    paths[2].standby = true; /* near path 0 stuck: the far one takes it */
+    CHECK(pml_dr2_path_pick_avoiding(paths, 3, 1000, (1u << 0) | (1u << 1)) == 2);
+    CHECK(pml_dr2_path_pick_avoiding(paths, 3, 1000, 1u << 0) == 1); /* not standing by first */
+    (void) pml_dr2_path_fail(&paths[1], 0, &params);
+    CHECK(pml_dr2_path_pick_avoiding(paths, 3, 1000, (1u << 0) | (1u << 2)) == -1);
+    CHECK(pml_dr2_path_pick_avoiding(paths, 3, 1000, 0) == 0);
+    CHECK(pml_dr2_path_pick(paths, 3, 1000) == pml_dr2_path_pick_avoiding(paths, 3, 1000, 0));
+}
+
 static void queued_bytes_follow_assignments(void)
 {
     pml_dr2_path_state_t p;
@@ -397,6 +418,7 @@ int main(void)
     RUN(probe_ids_wrap_around);
     RUN(unmeasured_paths_share_by_queued_bytes);
     RUN(down_paths_take_nothing);
+    RUN(a_stuck_path_is_avoided);
     RUN(queued_bytes_follow_assignments);
     RUN(weights_set_the_shares);
     RUN(a_shared_bottleneck_is_split_evenly);

@@ -152,6 +152,17 @@ int mca_pml_dr2_paths_up(const mca_pml_dr2_peer_t *peer)
     return pml_dr2_path_count_up(peer->path_state, peer->npaths);
 }
 
+int mca_pml_dr2_path_instead_of_stuck(const mca_pml_dr2_peer_t *peer, int index,
+                                      uint64_t bytes)
+{
+    unsigned stuck = 1u << index;
+
+    for (int i = 0; i < peer->npaths; i++) {
+        stuck |= peer->paths[i].wdog_expired ? 1u << i : 0;
+    }
+    return pml_dr2_path_pick_avoiding(peer->path_state, peer->npaths, bytes, stuck);
+}
+
 int mca_pml_dr2_path_pick(mca_pml_dr2_peer_t *peer, uint64_t bytes)
 {
     int i;

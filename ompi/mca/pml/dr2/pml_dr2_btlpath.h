@@ -82,6 +82,15 @@ int mca_pml_dr2_path_live(struct mca_pml_dr2_peer_t *peer, int index);
 /* Paths of the peer that are up. */
 int mca_pml_dr2_paths_up(const struct mca_pml_dr2_peer_t *peer);
 
+/* Another path for the fragments not sent yet of a vfrag (`bytes` on the wire) on path
+ * `index`, whose transport the watchdog gave up on (wdog_expired): the pick among the up
+ * paths whose transport still completes (pml_dr2_path_pick_avoiding); -1 if there is
+ * none. Handed to the stuck transport they would wait behind what it holds, and as a
+ * vfrag's ACK timer starts only once all its fragments went, no timeout would take the
+ * path down: a send waited for them for ever (cluster/dr2-ofi-netb-cut). */
+int mca_pml_dr2_path_instead_of_stuck(const struct mca_pml_dr2_peer_t *peer, int index,
+                                      uint64_t bytes);
+
 /* Take a path out (`why` for the log): its vfrags move to the surviving paths and their
  * unacknowledged fragments are resent at once; probing starts. When it was the last path,
  * the peer is declared unreachable. */

@@ -173,16 +173,17 @@ int pml_dr2_path_slowest(const pml_dr2_path_state_t *paths, int n, int fallback)
     return slowest < 0 ? fallback : slowest;
 }
 
-/* The pick among the up paths, those standing by included or not. */
+/* The pick among the up paths not in `avoid` (bit i: path i), those standing by included
+ * or not. */
 static int pick_up_path(const pml_dr2_path_state_t *paths, int n, uint64_t bytes,
-                        bool with_standby)
+                        bool with_standby, unsigned avoid)
 {
     double best_cost = 0.0;
     int best = -1;
 
     for (int i = 0; i < n; i++) {
         double cost;
-        if (!paths[i].up || (paths[i].standby && !with_standby)) {
+        if (!paths[i].up || (paths[i].standby && !with_standby) || (avoid & (1u << i))) {
             continue;
         }
         cost = (double) (paths[i].queued_bytes + bytes) / paths[i].weight;
@@ -196,9 +197,15 @@ static int pick_up_path(const pml_dr2_path_state_t *paths, int n, uint64_t bytes
 
 int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes)
 {
-    int best = pick_up_path(paths, n, bytes, false);
+    return pml_dr2_path_pick_avoiding(paths, n, bytes, 0);
+}
+
+int pml_dr2_path_pick_avoiding(const pml_dr2_path_state_t *paths, int n, uint64_t bytes,
+                               unsigned avoid)
+{
+    int best = pick_up_path(paths, n, bytes, false, avoid);
 
     /* a path stands by only while a nearer one is up (pml_dr2_locality.h); should the
      * flags be behind a change, an up path still beats none */
-    return best >= 0 ? best : pick_up_path(paths, n, bytes, true);
+    return best >= 0 ? best : pick_up_path(paths, n, bytes, true, avoid);
 }

@@ -156,6 +156,11 @@ bool pml_dr2_path_probe_answered(pml_dr2_path_state_t *p, uint32_t seq, uint64_t
  * standing by (pml_dr2_locality.h); ties go to the lowest index. -1 if none is up. */
 int pml_dr2_path_pick(const pml_dr2_path_state_t *paths, int n, uint64_t bytes);
 
+/* The same among the paths not in `avoid` (bit i: path i): where the fragments go that a
+ * path's stuck transport would hold (pml_dr2_btlpath.h). -1 if no other is up. */
+int pml_dr2_path_pick_avoiding(const pml_dr2_path_state_t *paths, int n, uint64_t bytes,
+                               unsigned avoid);
+
 /* The up path with the longest ACK timeout among the n (`fallback` if none is up). An ACK
  * waits for the receiver as much as for the path: a path that carried only small messages
  * has measured short round trips, and its vfrags would time out whenever the receiver is

@@ -633,6 +633,12 @@ static bool vfrag_push(mca_pml_dr2_peer_t *peer, mca_pml_dr2_vfrag_t *v)
 
     if (OPAL_UNLIKELY(!peer->path_state[v->path].up)) {
         mca_pml_dr2_vfrag_move(peer, v, mca_pml_dr2_path_live(peer, v->path));
+    } else if (OPAL_UNLIKELY(peer->paths[v->path].wdog_expired)) {
+        int to = mca_pml_dr2_path_instead_of_stuck(peer, v->path, vfrag_wire_bytes(v));
+        if (to >= 0) {
+            mca_pml_dr2_vfrag_move(peer, v, to);
+            v->retransmitted = v->retransmitted || 0 != v->sent; /* Karn: either path acks */
+        }
     }
     path = &peer->paths[v->path];
     while (0 != v->pending) {
