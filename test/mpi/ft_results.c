@@ -44,7 +44,6 @@
 #include "ftrabit.h"
 
 static int big_count = 131072; /* 1 MiB of doubles (--big-mib): a rendezvous message */
-static int big_mib = 1;
 #define STRIDED_COUNT 1000  /* elements of the vector type, every other double */
 #define BCAST_COUNT 2000
 #define HOLE (-7.0)
@@ -243,7 +242,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--every") && i + 1 < argc) {
             every = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--big-mib") && i + 1 < argc) {
-            big_mib = atoi(argv[++i]);
+            int big_mib = atoi(argv[++i]);
             bad_usage |= big_mib < 1 || big_mib > 64;
             big_count = big_mib * 131072;
         } else if (!strcmp(argv[i], "--kill") && i + 1 < argc && nkills < MAX_KILLS) {
