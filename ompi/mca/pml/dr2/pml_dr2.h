@@ -194,7 +194,7 @@ typedef struct mca_pml_dr2_t {
     struct mca_pml_dr2_peer_t *arm_list; /* peers with vfrags to arm (peer->arm_next) */
     /* Progress calls so far: ACKs wait up to two of them for a data segment to ride on. */
     uint64_t progress_pass;
-    size_t timers_armed;      /* vfrags + rendezvous waiting on a timer */
+    size_t timers_armed;      /* vfrags + rendezvous + flushing sends waiting on a timer */
     size_t peers_with_work;   /* peers with ACKs to flush or fragments to send */
     /* those peers, linked through peer->work_next: progress visits only them, not every
      * peer of the job */

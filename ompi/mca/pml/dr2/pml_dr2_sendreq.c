@@ -436,7 +436,11 @@ static bool peer_flushed(mca_pml_dr2_peer_t *peer, const uint64_t *marks)
  * until what it handed the peer's paths has left them, the request-less counterpart of
  * completing a request only once its message has left (mca_pml_dr2_send_request_start):
  * a process that blocks outside MPI after MPI_Send must not hold the message back. The
- * common message has left already: one check. */
+ * common message has left already: one check.
+ * While it waits, the wait counts as an armed timer: progress reads the clock only for
+ * timers, and without the clock the watchdog never gives up on a stuck transport. With
+ * every vfrag acknowledged (by its copies on another path) nothing else was armed, and an
+ * MPI_Send waited for ever for segments btl/ofi's sockets provider held on a cut network. */
 static void send_flush_locked(mca_pml_dr2_peer_t *peer)
 {
     uint64_t marks[PML_DR2_PATH_MAX];
@@ -444,11 +448,16 @@ static void send_flush_locked(mca_pml_dr2_peer_t *peer)
     for (int i = 0; i < peer->npaths; i++) {
         marks[i] = peer->paths[i].tx_handed;
     }
-    while (!peer_flushed(peer, marks)) {
+    if (peer_flushed(peer, marks)) {
+        return;
+    }
+    mca_pml_dr2.timers_armed++;
+    do {
         mca_pml_dr2_leave();
         opal_progress();
         mca_pml_dr2_enter();
-    }
+    } while (!peer_flushed(peer, marks));
+    mca_pml_dr2.timers_armed--;
 }
 
 /* MPI_Send of a small contiguous message in standard or ready mode, without a request (as
