@@ -112,12 +112,13 @@ cluster_launcher_survives_data_cuts() {
 
 # A job across the hosts that hangs has the stacks of its processes on every host in its
 # log (test/hang-stacks.sh, through run_timed), and those of the PRRTE daemons of h1 and
-# h2: each host runs one process that never ends, the job is given 12 s, its stacks are
-# taken at 9 s.
+# h2: each host runs one process that never ends, the job is given 24 s, its stacks are
+# taken at 18 s (at 9 s of 12, the daemons' turn once came after the job had ended: five
+# gdb attaches took more than 3 s).
 cluster_hang_has_stacks_of_every_host() {
     local rc timed_out log=$logs/cluster-hang-stacks-job.log
     command -v gdb >/dev/null 2>&1 || { echo "no gdb"; return 1; }
-    run_timed 12 "$log" "${launch[@]}" "${mpirun[@]}" -np "$cluster_hosts" tail -f /dev/null
+    run_timed 24 "$log" "${launch[@]}" "${mpirun[@]}" -np "$cluster_hosts" tail -f /dev/null
     grep -a "^timeout:\|^=== stacks of pid\|^#0 " "$log"
     [ "$timed_out" = 1 ] || { echo "the job did not hang"; return 1; }
     [ "$(grep -ac '^=== stacks of pid [0-9]*: tail -f /dev/null' "$log")" = "$cluster_hosts" ] \
